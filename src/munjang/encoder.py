@@ -1,0 +1,337 @@
+"""SentenceEncoder: an ordered pipeline of modules (Transformer -> Pooling -> [Dense] -> [Normalize])
+that turns sentences into fixed-size vectors, and the loader that builds one from a folder or hub id."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from . import similarity as sim
+from .devices import resolve_device
+from .errors import InputTooLongError, ModelLoadError
+from .formats import SIMILARITY_FUNCTIONS, EncoderSettings, read_modules, write_modules
+from .hub import resolve_model_path
+from .modules import Dense, Module, Normalize, Pooling, Transformer
+
+# Below this many sentences, encode() shows no progress bar unless asked.
+PROGRESS_BAR_MIN_SENTENCES = 1024
+
+OutputValue = Literal["sentence_embedding", "token_embeddings"]
+
+
+class SentenceEncoder(nn.Sequential):
+    """Transformer + pooling (+ dense, normalize): one vector per sentence.
+
+    Build one with `load_encoder(...)`, or from modules: `SentenceEncoder([Transformer.load(p), Pooling(384)])`.
+    """
+
+    def __init__(
+        self,
+        modules: Sequence[Module],
+        prompts: dict[str, str] | None = None,
+        default_prompt_name: str | None = None,
+        similarity_fn_name: str = "cosine",
+        device: str | torch.device | None = None,
+    ) -> None:
+        if not modules or not isinstance(modules[0], Transformer):
+            raise ValueError("a SentenceEncoder starts with a Transformer module")
+        super().__init__(*modules)
+        self.prompts: dict[str, str] = dict(prompts or {})
+        if default_prompt_name is not None and default_prompt_name not in self.prompts:
+            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not one of {sorted(self.prompts)}")
+        self.default_prompt_name = default_prompt_name
+        if similarity_fn_name not in SIMILARITY_FUNCTIONS:
+            raise ValueError(f"similarity_fn_name must be one of {SIMILARITY_FUNCTIONS}")
+        self.similarity_fn_name = similarity_fn_name
+        self._device_lock = threading.Lock()
+        self.to(resolve_device(device))
+        self.eval()
+
+    # -- introspection -------------------------------------------------------------------------
+    @property
+    def transformer(self) -> Transformer:
+        module = self[0]
+        assert isinstance(module, Transformer)
+        return module
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.transformer.tokenizer
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.transformer.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        limit = self.transformer._model_limit()
+        if not 1 <= value <= limit:
+            raise ValueError(f"max_seq_length must be between 1 and the model's limit {limit}, not {value}")
+        self.transformer.max_seq_length = value
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @property
+    def pooling(self) -> Pooling | None:
+        return next((m for m in self if isinstance(m, Pooling)), None)
+
+    @property
+    def normalizes(self) -> bool:
+        """True when the pipeline ends in a Normalize module (vectors have unit length)."""
+        return isinstance(self[-1], Normalize)
+
+    def get_embedding_dimension(self) -> int:
+        """Length of the vectors `encode` returns (before any `truncate_dim`)."""
+        dim = self.transformer.output_dimension
+        for module in self:
+            if isinstance(module, (Pooling, Dense)):
+                dim = module.output_dimension
+        return dim
+
+    def describe(self) -> dict[str, Any]:
+        """What `munjang info` prints: architecture, dimensions, limits, pooling, prompts."""
+        config = self.transformer.auto_model.config
+        pooling = self.pooling
+        return {
+            "architecture": type(self.transformer.auto_model).__name__,
+            "model_type": getattr(config, "model_type", "?"),
+            "layers": getattr(config, "num_hidden_layers", None),
+            "hidden_size": self.transformer.hidden_size,
+            "embedding_dimension": self.get_embedding_dimension(),
+            "max_seq_length": self.max_seq_length,
+            "vocab_size": getattr(config, "vocab_size", None),
+            "parameters": sum(p.numel() for p in self.parameters()),
+            "pooling": "+".join(pooling.modes) if pooling else None,
+            "dense": [f"{m.in_features}->{m.out_features}" for m in self if isinstance(m, Dense)],
+            "normalize": self.normalizes,
+            "prompts": self.prompts,
+            "default_prompt_name": self.default_prompt_name,
+            "similarity_fn_name": self.similarity_fn_name,
+            "device": str(self.device),
+        }
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
+        if prompt is not None:
+            return prompt
+        name = prompt_name if prompt_name is not None else self.default_prompt_name
+        if name is None:
+            return ""
+        if name not in self.prompts:
+            known = ", ".join(sorted(self.prompts)) or "none"
+            raise ValueError(f"unknown prompt name {name!r}; this model's prompts: {known}")
+        return self.prompts[name]
+
+    def _prompt_length(self, prompt: str) -> int:
+        """Tokens a prompt occupies at the start of an input (leading special token included)."""
+        if not prompt:
+            return 0
+        ids = self.transformer.tokenize([prompt])["input_ids"][0]
+        return len(ids) - 1  # without the closing special token
+
+    @overload
+    def encode(
+        self,
+        sentences: str,
+        *,
+        output_value: Literal["sentence_embedding"] = ...,
+        convert_to_tensor: Literal[False] = ...,
+        **kwargs: Any,
+    ) -> np.ndarray: ...
+
+    @overload
+    def encode(self, sentences: Sequence[str] | str, **kwargs: Any) -> Any: ...
+
+    @torch.inference_mode()
+    def encode(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        output_value: OutputValue = "sentence_embedding",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        truncate: bool = True,
+        device: str | torch.device | None = None,
+    ) -> Any:
+        """Encode one sentence (-> 1-D vector) or a list (-> 2-D array, rows in input order).
+
+        Inputs are tokenized once, sorted by token length and batched so that each batch pads
+        only to its own longest member; results come back in the caller's order.
+
+        - `prompt_name` picks one of the model's prompts (e5: "query"/"passage"); `prompt` gives
+          literal text; with neither, the model's default prompt (if any) is used.
+        - `truncate=True` cuts inputs at `max_seq_length` tokens; `False` raises
+          `InputTooLongError` naming the first text that is too long.
+        - `truncate_dim` keeps the first N dimensions (Matryoshka models), before normalizing.
+        - `output_value="token_embeddings"` gives one (tokens, dim) array per input, padding removed.
+        - Returns numpy by default; torch with `convert_to_tensor=True` (or `convert_to_numpy=False`).
+        """
+        single = isinstance(sentences, str)
+        texts: list[str] = [sentences] if single else list(sentences)  # type: ignore[list-item]
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"sentences[{i}] is {type(text).__name__}, not str")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
+            raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
+        if output_value not in ("sentence_embedding", "token_embeddings"):
+            raise ValueError("output_value must be 'sentence_embedding' or 'token_embeddings'")
+        as_tensor = convert_to_tensor or not convert_to_numpy
+        if device is not None and resolve_device(device) != self.device:
+            with self._device_lock:
+                self.to(resolve_device(device))
+
+        prompt_text = self._prompt_text(prompt_name, prompt)
+        prompt_length = self._prompt_length(prompt_text)
+        if prompt_text:
+            texts = [prompt_text + t for t in texts]
+
+        transformer = self.transformer
+        encoded = transformer.tokenize(texts, truncate=truncate)
+        lengths = np.fromiter((len(ids) for ids in encoded["input_ids"]), dtype=np.int64, count=len(texts))
+        if not truncate and len(texts):
+            too_long = np.flatnonzero(lengths > transformer.max_seq_length)
+            if too_long.size:
+                i = int(too_long[0])
+                raise InputTooLongError(
+                    f"sentences[{i}] has {lengths[i]} tokens, over the model's limit of "
+                    f"{transformer.max_seq_length}; shorten it or encode with truncate=True"
+                )
+        order = np.argsort(-lengths, kind="stable")
+        if show_progress_bar is None:
+            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+
+        device_now = self.device
+        dim = truncate_dim or self.get_embedding_dimension()
+        sentence_out: torch.Tensor | None = None
+        token_out: list[torch.Tensor | None] = [None] * len(texts)
+        if output_value == "sentence_embedding":
+            sentence_out = torch.empty((len(texts), dim), dtype=torch.float32)
+        starts = range(0, len(texts), batch_size)
+        for start in tqdm(starts, desc="Encoding", unit="batch", disable=not show_progress_bar):
+            rows = order[start : start + batch_size]
+            features: dict[str, Any] = {
+                k: v.to(device_now, non_blocking=True) for k, v in transformer.collate(encoded, rows).items()
+            }
+            features["prompt_length"] = prompt_length
+            if output_value == "token_embeddings":
+                features = transformer(features)
+                mask = features["attention_mask"].bool()
+                for r, i in enumerate(rows):
+                    token_out[int(i)] = features["token_embeddings"][r][mask[r]].float().cpu()
+                continue
+            for module in self:
+                features = module(features)
+            vectors = features["sentence_embedding"]
+            if truncate_dim is not None:
+                vectors = vectors[:, :truncate_dim]
+            if normalize_embeddings:
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+            assert sentence_out is not None
+            sentence_out[torch.from_numpy(rows)] = vectors.float().cpu()
+
+        if output_value == "token_embeddings":
+            tokens = [t if as_tensor else t.numpy() for t in token_out if t is not None]
+            return tokens[0] if single else tokens
+        assert sentence_out is not None
+        result: Any = sentence_out if as_tensor else sentence_out.numpy()
+        return result[0] if single else result
+
+    def similarity(self, a: Any, b: Any) -> Any:
+        """Similarity matrix between two sets of embeddings, with the model's similarity function."""
+        return sim.similarity(a, b, self.similarity_fn_name)
+
+    def similarity_pairwise(self, a: Any, b: Any) -> Any:
+        """Row-by-row similarity of two equally long sets of embeddings."""
+        return sim.pairwise_similarity(a, b, self.similarity_fn_name)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the sentence-transformers layout, which munjang and sentence-transformers both load."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_modules(folder, list(self))  # type: ignore[arg-type]
+        EncoderSettings(self.prompts, self.default_prompt_name, self.similarity_fn_name).write(folder)
+
+
+def load_encoder(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    device: str | torch.device | None = None,
+    pooling: str | Sequence[str] | None = None,
+    trust_remote_code: bool = False,
+    local_files_only: bool = False,
+    revision: str | None = None,
+    cache_folder: str | None = None,
+    token: str | bool | None = None,
+    dtype: str | torch.dtype = torch.float32,
+    max_seq_length: int | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+    tokenizer_kwargs: dict[str, Any] | None = None,
+) -> SentenceEncoder:
+    """Load a sentence encoder.
+
+    - None (or "default"): the embedded all-MiniLM-L6-v2, no network needed.
+    - A sentence-transformers folder (`modules.json`): its modules, prompts and similarity function.
+    - A plain Hugging Face encoder folder (`config.json` only): mean pooling, unless `pooling` says otherwise.
+    - A hub id ("owner/name"): downloaded or read from the cache (`local_files_only` forbids the network).
+
+    `pooling` overrides the folder's pooling modes (e.g. "cls", ["mean", "max"], "cls+mean+max").
+    `trust_remote_code` stays off unless asked: custom model code from a model folder never runs by default.
+    """
+    folder = resolve_model_path(
+        name_or_path, revision=revision, cache_folder=cache_folder, local_files_only=local_files_only, token=token
+    )
+    load_kwargs: dict[str, Any] = {
+        "trust_remote_code": trust_remote_code,
+        "dtype": dtype,
+        "max_seq_length": max_seq_length,
+        "model_kwargs": model_kwargs,
+        "tokenizer_kwargs": tokenizer_kwargs,
+    }
+    if (folder / "modules.json").exists():
+        modules = read_modules(folder, **load_kwargs)
+        settings = EncoderSettings.read(folder)
+    elif (folder / "config.json").exists():
+        transformer = Transformer.load(folder, **load_kwargs)
+        modules = [transformer, Pooling(transformer.hidden_size, "mean")]
+        settings = EncoderSettings()
+    else:
+        raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
+    if pooling is not None:
+        modules = _replace_pooling(modules, pooling)
+    return SentenceEncoder(
+        modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device
+    )
+
+
+def _replace_pooling(modules: Iterable[Module], pooling: str | Sequence[str]) -> list[Module]:
+    out: list[Module] = []
+    replaced = False
+    for module in modules:
+        if isinstance(module, Pooling):
+            module = Pooling(module.embedding_dimension, pooling, include_prompt=module.include_prompt)
+            replaced = True
+        out.append(module)
+    if not replaced:
+        transformer = out[0]
+        assert isinstance(transformer, Transformer)
+        out.insert(1, Pooling(transformer.hidden_size, pooling))
+    return out

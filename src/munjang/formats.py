@@ -1,0 +1,121 @@
+"""The sentence-transformers folder layout, read and written.
+
+    modules.json                      ordered list of {idx, name, path, type}
+    config_sentence_transformers.json prompts, default_prompt_name, similarity_fn_name
+    sentence_bert_config.json         max_seq_length, do_lower_case (Transformer, at the root)
+    1_Pooling/config.json             pooling modes (classic boolean keys, or `pooling_mode`)
+    2_Dense/config.json + weights     optional projection
+    3_Normalize/                      optional, empty
+
+Both the classic type names (`sentence_transformers.models.Pooling`) and the newer ones
+(`sentence_transformers.sentence_transformer.modules.pooling.Pooling`, ...) load; munjang writes the
+classic names, which every sentence-transformers release reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelLoadError
+from .modules import Dense, Module, Normalize, Pooling, Transformer
+from .modules.base import read_json, write_json
+
+MODULE_CLASSES: dict[str, type[Module]] = {
+    "Transformer": Transformer,
+    "Pooling": Pooling,
+    "Dense": Dense,
+    "Normalize": Normalize,
+}
+# Old sentence-transformers names for the transformer module.
+_TRANSFORMER_ALIASES = {"BERT", "RoBERTa", "XLMRoBERTa", "DistilBERT", "ALBERT", "XLNet", "T5", "CamemBERT"}
+
+SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
+
+
+@dataclass
+class EncoderSettings:
+    """What `config_sentence_transformers.json` holds besides version stamps."""
+
+    prompts: dict[str, str] = field(default_factory=dict)
+    default_prompt_name: str | None = None
+    similarity_fn_name: str = "cosine"
+
+    @classmethod
+    def read(cls, folder: Path) -> EncoderSettings:
+        file = folder / "config_sentence_transformers.json"
+        if not file.exists():
+            return cls()
+        data = read_json(file)
+        similarity = data.get("similarity_fn_name") or "cosine"
+        similarity = {"cos_sim": "cosine", "dot_score": "dot"}.get(similarity, similarity)
+        if similarity not in SIMILARITY_FUNCTIONS:
+            raise ModelLoadError(f"{file}: unknown similarity_fn_name {similarity!r}")
+        prompts = {str(k): str(v) for k, v in (data.get("prompts") or {}).items()}
+        default = data.get("default_prompt_name")
+        if default is not None and default not in prompts:
+            raise ModelLoadError(f"{file}: default_prompt_name {default!r} is not one of the prompts")
+        return cls(prompts, default, similarity)
+
+    def write(self, folder: Path) -> None:
+        write_json(
+            folder / "config_sentence_transformers.json",
+            {
+                "__version__": _versions(),
+                "prompts": self.prompts,
+                "default_prompt_name": self.default_prompt_name,
+                "similarity_fn_name": self.similarity_fn_name,
+            },
+        )
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for package in ("munjang", "transformers", "torch"):
+        try:
+            out["pytorch" if package == "torch" else package] = version(package)
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            out[package] = "unknown"
+    return out
+
+
+def module_class(type_name: str) -> type[Module]:
+    """Map a modules.json `type` (any sentence-transformers generation) to a munjang module class."""
+    short = type_name.rsplit(".", 1)[-1]
+    if short in _TRANSFORMER_ALIASES:
+        short = "Transformer"
+    if short not in MODULE_CLASSES:
+        raise ModelLoadError(
+            f"modules.json names module type {type_name!r}, which munjang does not support "
+            f"(supported: {', '.join(MODULE_CLASSES)})"
+        )
+    return MODULE_CLASSES[short]
+
+
+def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
+    """Load every module listed in `folder/modules.json`, in order."""
+    entries = read_json(folder / "modules.json")
+    if not isinstance(entries, list) or not entries:
+        raise ModelLoadError(f"{folder / 'modules.json'}: expected a non-empty list of modules")
+    modules: list[Module] = []
+    for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
+        cls = module_class(str(entry.get("type", "")))
+        sub = folder / str(entry.get("path", ""))
+        if cls is not Normalize and not sub.is_dir():
+            raise ModelLoadError(f"{folder}: module folder {entry.get('path')!r} listed in modules.json is missing")
+        if cls is Pooling and not (sub / "config.json").exists():
+            raise ModelLoadError(f"{sub}: pooling module has no config.json")
+        modules.append(cls.load(sub, **load_kwargs))
+    return modules
+
+
+def write_modules(folder: Path, modules: list[Module]) -> None:
+    """Save each module into its own sub-folder and list them in `modules.json`."""
+    entries = []
+    for idx, module in enumerate(modules):
+        sub = "" if isinstance(module, Transformer) else f"{idx}_{type(module).__name__}"
+        module.save(folder / sub)
+        entries.append({"idx": idx, "name": str(idx), "path": sub, "type": module.st_type})
+    write_json(folder / "modules.json", entries)

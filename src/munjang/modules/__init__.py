@@ -1,0 +1,9 @@
+"""The pipeline modules of a sentence encoder, each saving and loading its own config."""
+
+from .base import Module
+from .dense import Dense
+from .normalize import Normalize
+from .pooling import POOLING_MODES, Pooling, pool
+from .transformer import Transformer
+
+__all__ = ["POOLING_MODES", "Dense", "Module", "Normalize", "Pooling", "Transformer", "pool"]

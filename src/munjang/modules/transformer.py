@@ -1,0 +1,209 @@
+"""Transformer: text -> token ids -> contextual token vectors, with any `transformers.AutoModel` backbone.
+
+Tokenization and padding are split on purpose: the encoder tokenizes every input once (without
+padding) to sort by true token length, then pads each batch only to its own longest member.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..errors import CorruptModelError, ModelLoadError
+from .base import Features, Module, read_json, write_json
+
+# Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
+_NO_LIMIT = 1_000_000
+
+
+def _check_safetensors(folder: Path) -> None:
+    """Open each safetensors file's header so a corrupt file fails with its name, not deep in transformers."""
+    from safetensors import SafetensorError, safe_open
+
+    for weights in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), framework="pt") as f:
+                f.keys()
+        except (SafetensorError, OSError, ValueError) as e:
+            raise CorruptModelError(f"{weights}: corrupt or truncated safetensors file ({e})") from e
+
+
+def _quiet_transformers() -> None:
+    """transformers draws its own bar while loading weights; munjang's callers did not ask for it."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def _has_weights(folder: Path) -> tuple[bool, bool]:
+    safetensors = any(folder.glob("*.safetensors"))
+    pickled = any(folder.glob("pytorch_model*.bin"))
+    return safetensors, pickled
+
+
+class Transformer(Module):
+    """A Hugging Face encoder and its tokenizer; produces `token_embeddings`.
+
+    `max_seq_length` is the truncation length in tokens (special tokens included);
+    `do_lower_case` lower-cases text before tokenizing, for models trained that way.
+    """
+
+    st_type: ClassVar[str] = "sentence_transformers.models.Transformer"
+    folder_name: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        max_seq_length: int | None = None,
+        do_lower_case: bool = False,
+    ) -> None:
+        super().__init__()
+        self.auto_model = model
+        self.tokenizer = tokenizer
+        self.do_lower_case = do_lower_case
+        self._tokenizer_lock = threading.Lock()
+        limit = self._model_limit()
+        self.max_seq_length: int = min(max_seq_length, limit) if max_seq_length else limit
+        self._wants_token_type_ids = "token_type_ids" in getattr(tokenizer, "model_input_names", [])
+        pad_id = tokenizer.pad_token_id
+        self.pad_token_id: int = int(pad_id) if pad_id is not None else 0
+
+    def _model_limit(self) -> int:
+        """The longest input the backbone and tokenizer both accept."""
+        limits = []
+        positions = getattr(self.auto_model.config, "max_position_embeddings", None)
+        if positions:
+            # RoBERTa-style models reserve padding_idx + 1 positions (514 -> 512).
+            if getattr(self.auto_model.config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"}:
+                positions -= 2
+            limits.append(int(positions))
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if tok_max and tok_max < _NO_LIMIT:
+            limits.append(int(tok_max))
+        return min(limits) if limits else 512
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.auto_model.config.hidden_size)
+
+    @property
+    def output_dimension(self) -> int:
+        return self.hidden_size
+
+    def tokenize(self, texts: Sequence[str], truncate: bool = True) -> dict[str, list[list[int]]]:
+        """Token ids per text (special tokens added, no padding), truncated to `max_seq_length`."""
+        if self.do_lower_case:
+            texts = [t.lower() for t in texts]
+        with self._tokenizer_lock:  # fast tokenizers are not safe to reconfigure from several threads
+            enc = self.tokenizer(
+                list(texts),
+                padding=False,
+                truncation=truncate,
+                max_length=self.max_seq_length if truncate else None,
+                return_attention_mask=False,
+                return_token_type_ids=self._wants_token_type_ids,
+                verbose=False,
+            )
+        out = {"input_ids": enc["input_ids"]}
+        if self._wants_token_type_ids:
+            out["token_type_ids"] = enc["token_type_ids"]
+        return out
+
+    def collate(self, encoded: dict[str, list[list[int]]], rows: Sequence[int]) -> dict[str, torch.Tensor]:
+        """Pad the chosen rows of `encoded` to their longest member and build the attention mask."""
+        ids = [encoded["input_ids"][i] for i in rows]
+        width = max((len(x) for x in ids), default=0)
+        input_ids = np.full((len(ids), width), self.pad_token_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, seq in enumerate(ids):
+            input_ids[r, : len(seq)] = seq
+            mask[r, : len(seq)] = 1
+        batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask)}
+        if "token_type_ids" in encoded:
+            types = np.zeros((len(ids), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                seq = encoded["token_type_ids"][i]
+                types[r, : len(seq)] = seq
+            batch["token_type_ids"] = torch.from_numpy(types)
+        return batch
+
+    def forward(self, features: Features) -> Features:
+        inputs = {k: features[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in features}
+        output = self.auto_model(**inputs, return_dict=True)
+        features["token_embeddings"] = output.last_hidden_state
+        return features
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case}
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.auto_model.save_pretrained(str(path), safe_serialization=True)
+        self.tokenizer.save_pretrained(str(path))
+        write_json(path / "sentence_bert_config.json", self.get_config_dict())
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        trust_remote_code: bool = False,
+        dtype: str | torch.dtype = torch.float32,
+        max_seq_length: int | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        tokenizer_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Transformer:
+        """Load backbone and tokenizer from a folder holding `config.json` and weights.
+
+        Weights come from safetensors; a folder with only `pytorch_model.bin` is read through
+        torch's weights-only unpickler (tensors only, no code runs).
+        """
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        path = Path(path)
+        if not (path / "config.json").exists():
+            raise ModelLoadError(f"{path}: no config.json, so this is not a Hugging Face model folder")
+        has_safetensors, has_pickle = _has_weights(path)
+        if not (has_safetensors or has_pickle):
+            raise ModelLoadError(f"{path}: no weights (model.safetensors) in the model folder")
+        _check_safetensors(path)
+        st_file = path / "sentence_bert_config.json"
+        st_config = read_json(st_file) if st_file.exists() else {}
+        read_json(path / "config.json")  # names the file if it is not valid JSON
+        try:
+            config = AutoConfig.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+            _quiet_transformers()
+            model = AutoModel.from_pretrained(
+                str(path),
+                config=config,
+                trust_remote_code=trust_remote_code,
+                dtype=dtype,
+                use_safetensors=has_safetensors,
+                **(model_kwargs or {}),
+            )
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(path), trust_remote_code=trust_remote_code, use_fast=True, **(tokenizer_kwargs or {})
+            )
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            raise ModelLoadError(f"{path}: could not load the transformer ({type(e).__name__}: {e})") from e
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelLoadError(f"{path}: no fast (Rust) tokenizer could be built for this model")
+        max_len = max_seq_length or st_config.get("max_seq_length")
+        if max_len is None:
+            tok_max = getattr(tokenizer, "model_max_length", None)
+            max_len = tok_max if tok_max and tok_max < _NO_LIMIT else None
+        model.eval()
+        return cls(model, tokenizer, max_len, bool(st_config.get("do_lower_case", False)))
+
+    def extra_repr(self) -> str:
+        return (
+            f"architecture={type(self.auto_model).__name__}, max_seq_length={self.max_seq_length}, "
+            f"do_lower_case={self.do_lower_case}"
+        )
