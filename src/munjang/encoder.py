@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -30,7 +30,8 @@ OutputValue = Literal["sentence_embedding", "token_embeddings"]
 class SentenceEncoder(nn.Sequential):
     """Transformer + pooling (+ dense, normalize): one vector per sentence.
 
-    Build one with `load_encoder(...)`, or from modules: `SentenceEncoder([Transformer.load(p), Pooling(384)])`.
+    Build one with `load_encoder(...)`, or from modules:
+    `SentenceEncoder([Transformer.load(path), Pooling(384)])`.
     """
 
     def __init__(
@@ -46,7 +47,9 @@ class SentenceEncoder(nn.Sequential):
         super().__init__(*modules)
         self.prompts: dict[str, str] = dict(prompts or {})
         if default_prompt_name is not None and default_prompt_name not in self.prompts:
-            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not one of {sorted(self.prompts)}")
+            raise ValueError(
+                f"default_prompt_name {default_prompt_name!r} is not one of {sorted(self.prompts)}"
+            )
         self.default_prompt_name = default_prompt_name
         if similarity_fn_name not in SIMILARITY_FUNCTIONS:
             raise ValueError(f"similarity_fn_name must be one of {SIMILARITY_FUNCTIONS}")
@@ -138,19 +141,6 @@ class SentenceEncoder(nn.Sequential):
             return 0
         ids = self.transformer.tokenize([prompt])["input_ids"][0]
         return len(ids) - 1  # without the closing special token
-
-    @overload
-    def encode(
-        self,
-        sentences: str,
-        *,
-        output_value: Literal["sentence_embedding"] = ...,
-        convert_to_tensor: Literal[False] = ...,
-        **kwargs: Any,
-    ) -> np.ndarray: ...
-
-    @overload
-    def encode(self, sentences: Sequence[str] | str, **kwargs: Any) -> Any: ...
 
     @torch.inference_mode()
     def encode(
@@ -297,7 +287,11 @@ def load_encoder(
     `trust_remote_code` stays off unless asked: custom model code from a model folder never runs by default.
     """
     folder = resolve_model_path(
-        name_or_path, revision=revision, cache_folder=cache_folder, local_files_only=local_files_only, token=token
+        name_or_path,
+        revision=revision,
+        cache_folder=cache_folder,
+        local_files_only=local_files_only,
+        token=token,
     )
     load_kwargs: dict[str, Any] = {
         "trust_remote_code": trust_remote_code,
@@ -334,4 +328,13 @@ def _replace_pooling(modules: Iterable[Module], pooling: str | Sequence[str]) ->
         transformer = out[0]
         assert isinstance(transformer, Transformer)
         out.insert(1, Pooling(transformer.hidden_size, pooling))
+    dim = 0
+    for module in out:
+        if isinstance(module, Pooling):
+            dim = module.output_dimension
+        elif isinstance(module, Dense) and module.in_features != dim:
+            raise ValueError(
+                f"pooling {pooling!r} gives {dim}-dim vectors but the model's Dense layer expects "
+                f"{module.in_features}; keep the model's own pooling"
+            )
     return out

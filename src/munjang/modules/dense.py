@@ -96,7 +96,10 @@ class Dense(Module):
         config = read_json(path / "config.json")
         activation = _activation_from_name(config.get("activation_function"), trust_remote_code)
         module = cls(
-            int(config["in_features"]), int(config["out_features"]), bool(config.get("bias", True)), activation
+            int(config["in_features"]),
+            int(config["out_features"]),
+            bool(config.get("bias", True)),
+            activation,
         )
         weights = path / "model.safetensors"
         if weights.exists():

@@ -35,9 +35,16 @@ _LEGACY_KEYS: dict[str, str] = {
     "weightedmean": "pooling_mode_weightedmean_tokens",
     "lasttoken": "pooling_mode_lasttoken",
 }
-_ALIASES = {"mean_tokens": "mean", "max_tokens": "max", "cls_token": "cls", "weighted_mean": "weightedmean",
-            "weighted-mean": "weightedmean", "mean_sqrt_len": "mean_sqrt_len_tokens", "last_token": "lasttoken",
-            "last-token": "lasttoken"}  # fmt: skip
+_ALIASES = {
+    "mean_tokens": "mean",
+    "max_tokens": "max",
+    "cls_token": "cls",
+    "weighted_mean": "weightedmean",
+    "weighted-mean": "weightedmean",
+    "mean_sqrt_len": "mean_sqrt_len_tokens",
+    "last_token": "lasttoken",
+    "last-token": "lasttoken",
+}
 
 
 def normalize_modes(modes: str | Sequence[str]) -> tuple[str, ...]:
@@ -159,4 +166,5 @@ class Pooling(Module):
         return cls.from_config(read_json(Path(path) / "config.json"))
 
     def extra_repr(self) -> str:
-        return f"dim={self.embedding_dimension}, modes={'+'.join(self.modes)}, include_prompt={self.include_prompt}"
+        modes = "+".join(self.modes)
+        return f"dim={self.embedding_dimension}, modes={modes}, include_prompt={self.include_prompt}"

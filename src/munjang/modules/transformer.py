@@ -98,6 +98,11 @@ class Transformer(Module):
 
     def tokenize(self, texts: Sequence[str], truncate: bool = True) -> dict[str, list[list[int]]]:
         """Token ids per text (special tokens added, no padding), truncated to `max_seq_length`."""
+        if not texts:
+            empty: dict[str, list[list[int]]] = {"input_ids": []}
+            if self._wants_token_type_ids:
+                empty["token_type_ids"] = []
+            return empty
         if self.do_lower_case:
             texts = [t.lower() for t in texts]
         with self._tokenizer_lock:  # fast tokenizers are not safe to reconfigure from several threads
@@ -115,7 +120,9 @@ class Transformer(Module):
             out["token_type_ids"] = enc["token_type_ids"]
         return out
 
-    def collate(self, encoded: dict[str, list[list[int]]], rows: Sequence[int]) -> dict[str, torch.Tensor]:
+    def collate(
+        self, encoded: dict[str, list[list[int]]], rows: Sequence[int] | np.ndarray
+    ) -> dict[str, torch.Tensor]:
         """Pad the chosen rows of `encoded` to their longest member and build the attention mask."""
         ids = [encoded["input_ids"][i] for i in rows]
         width = max((len(x) for x in ids), default=0)

