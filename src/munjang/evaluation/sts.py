@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,7 +20,8 @@ SIMILARITY_FNS = ("cosine", "dot", "euclidean", "manhattan")
 class SupportsEncode(Protocol):
     """What the evaluator needs from an encoder: `encode(list_of_str, **options) -> (n, dim) array`."""
 
-    def encode(self, sentences: list[str], **kwargs: Any) -> Any: ...
+    @property
+    def encode(self) -> Callable[..., Any]: ...
 
 
 class STSEvaluator:

@@ -1,0 +1,224 @@
+"""`munjang`: the command line, a thin layer over the Python API.
+
+Every failure a user can cause (bad model folder, bad data file, bad argument) ends in one
+`error: ...` line and exit status 2, never a traceback (set MUNJANG_DEBUG=1 to see one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from .errors import MunjangError
+
+app = typer.Typer(
+    help="munjang (문장): sentence embeddings, similarity and STS evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Model folder or hub id (default: embedded all-MiniLM-L6-v2)."),
+]
+DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]
+BatchOption = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per batch.")]
+PromptNameOption = Annotated[
+    str | None, typer.Option("--prompt-name", help="A prompt of the model (e5: query, passage).")
+]
+PromptOption = Annotated[str | None, typer.Option("--prompt", help="Literal text put before every input.")]
+
+
+def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
+    from .encoder import load_encoder
+
+    return load_encoder(model, device=device, **kwargs)
+
+
+def _atomic_write(target: Path, write: Any) -> None:
+    """Write through a temporary file in the same folder, so an interrupted run leaves no half file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@app.command()
+def encode(
+    input: Annotated[Path, typer.Argument(help="Sentences: .txt (one per line), .jsonl, .csv or .tsv.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help=".npy (matrix) or .jsonl (text + vector per line).")
+    ] = None,
+    model: ModelOption = None,
+    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
+    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    batch_size: BatchOption = 32,
+    prompt_name: PromptNameOption = None,
+    prompt: PromptOption = None,
+    normalize: Annotated[bool, typer.Option(help="L2-normalize the vectors.")] = False,
+    truncate_dim: Annotated[int | None, typer.Option(help="Keep the first N dimensions.")] = None,
+    device: DeviceOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+) -> None:
+    """Encode a file of sentences into vectors."""
+    from .data import read_texts
+
+    target = output or input.with_suffix(".npy")
+    if target.suffix not in (".npy", ".jsonl"):
+        raise ValueError(f"output {target}: use a .npy or .jsonl file name")
+    if target.exists() and not force:
+        raise FileExistsError(f"{target} exists; pass --force to replace it")
+    texts = read_texts(input, input_format, field)
+    encoder = _load(model, device)
+    start = time.perf_counter()
+    vectors = encoder.encode(
+        texts,
+        batch_size=batch_size,
+        prompt_name=prompt_name,
+        prompt=prompt,
+        normalize_embeddings=normalize,
+        truncate_dim=truncate_dim,
+        show_progress_bar=len(texts) > batch_size,
+    )
+    seconds = time.perf_counter() - start
+
+    def write(path: Path) -> None:
+        if target.suffix == ".npy":
+            with open(path, "wb") as f:
+                np.save(f, vectors)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                for text, vector in zip(texts, vectors, strict=True):
+                    f.write(
+                        json.dumps({"text": text, "embedding": vector.tolist()}, ensure_ascii=False) + "\n"
+                    )
+
+    _atomic_write(target, write)
+    rate = len(texts) / seconds if seconds > 0 else float("inf")
+    typer.echo(f"wrote {target}: {vectors.shape[0]} x {vectors.shape[1]} ({rate:.0f} sentences/s)")
+
+
+@app.command()
+def similarity(
+    sentences: Annotated[list[str], typer.Argument(help="Two or more sentences to compare.")],
+    model: ModelOption = None,
+    fn: Annotated[
+        str | None, typer.Option(help="cosine, dot, euclidean, manhattan (default: the model's).")
+    ] = None,
+    prompt_name: PromptNameOption = None,
+    device: DeviceOption = None,
+) -> None:
+    """Print the similarity matrix of the given sentences."""
+    from .similarity import similarity as similarity_fn
+
+    if len(sentences) < 2:
+        raise ValueError("give at least two sentences to compare")
+    encoder = _load(model, device)
+    vectors = encoder.encode(sentences, prompt_name=prompt_name)
+    name = fn or encoder.similarity_fn_name
+    matrix = np.asarray(similarity_fn(vectors, vectors, name))
+    typer.echo(f"{name} similarity")
+    for i, text in enumerate(sentences):
+        typer.echo(f"  [{i}] {text}")
+    typer.echo("      " + "".join(f"{j:>8}" for j in range(len(sentences))))
+    for i, row in enumerate(matrix):
+        typer.echo(f"  [{i}] " + "".join(f"{v:8.4f}" for v in row))
+
+
+@eval_app.command("sts")
+def eval_sts(
+    data: Annotated[
+        Path, typer.Option("--data", "-d", help="STS file: KorSTS .tsv, STSb .csv, KLUE .json, ...")
+    ],
+    model: ModelOption = None,
+    data_format: Annotated[str, typer.Option("--format", help="auto, korsts, stsb, klue, generic.")] = "auto",
+    batch_size: BatchOption = 32,
+    prompt_name: PromptNameOption = None,
+    prompt: PromptOption = None,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+) -> None:
+    """Pearson and Spearman correlation with gold scores, for each similarity function."""
+    from .data import read_sts
+    from .evaluation import STSEvaluator
+
+    pairs = read_sts(data, data_format)
+    encoder = _load(model, device)
+    evaluator = STSEvaluator.from_data(pairs, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt)
+    start = time.perf_counter()
+    metrics = evaluator(encoder)
+    seconds = time.perf_counter() - start
+    if as_json:
+        typer.echo(
+            json.dumps({"data": str(data), "pairs": len(pairs), "seconds": seconds, **metrics}, indent=2)
+        )
+        return
+    typer.echo(f"{data}: {len(pairs)} pairs, {seconds:.1f} s")
+    typer.echo(f"  {'similarity':<10} {'Pearson':>8} {'Spearman':>9}")
+    for name in ("cosine", "dot", "euclidean", "manhattan"):
+        if f"spearman_{name}" in metrics:
+            pearson, spearman = metrics[f"pearson_{name}"] * 100, metrics[f"spearman_{name}"] * 100
+            typer.echo(f"  {name:<10} {pearson:8.2f} {spearman:9.2f}")
+    primary = evaluator.primary_metric or "spearman_cosine"
+    typer.echo(f"  primary: {primary} = {metrics[primary] * 100:.2f}")
+
+
+@app.command()
+def info(
+    model: Annotated[
+        str | None, typer.Argument(help="Model folder or hub id (default: the embedded model).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Architecture, dimensions, max length, pooling and prompts of a model."""
+    details = _load(model, "cpu").describe()
+    if as_json:
+        typer.echo(json.dumps(details, indent=2, ensure_ascii=False))
+        return
+    for key, value in details.items():
+        typer.echo(f"{key:<20} {value}")
+
+
+@app.command()
+def demo(model: ModelOption = None, device: DeviceOption = None) -> None:
+    """The main job: similarity matrix, semantic search and STSb score on the embedded model."""
+    from .demo import run_demo
+
+    run_demo(_load(model, device), model or "all-MiniLM-L6-v2 (embedded)", typer.echo)
+
+
+def main() -> None:
+    """Entry point: run the app and turn expected failures into one line on stderr."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except (MunjangError, OSError, ValueError, TypeError) as e:
+        if os.environ.get("MUNJANG_DEBUG"):
+            raise
+        typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
