@@ -1,8 +1,7 @@
 """munjang.similarity: parity with sentence-transformers' util and scipy, input and output kinds, shapes,
 the sign convention (larger = more similar), and errors.
 
-Note: `munjang.similarity` as an attribute of the package is the `similarity` *function* (re-exported in
-`munjang/__init__.py`), so the module's names are imported with `from munjang.similarity import ...`.
+`munjang.similarity` is the module; its names are imported with `from munjang.similarity import ...`.
 """
 
 from __future__ import annotations
@@ -325,10 +324,6 @@ def test_non_array_input_raises_type_error() -> None:
         similarity("not embeddings", np.ones((1, 4), dtype=np.float32))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: torch.from_numpy rejects negative strides; _as_tensor should use np.ascontiguousarray",
-)
 def test_reversed_numpy_view_works(data: tuple[np.ndarray, ...]) -> None:
     a, b, _ = data
     reversed_view = a[::-1]

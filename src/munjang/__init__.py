@@ -1,5 +1,6 @@
 """munjang (문장, "sentence"): Sentence-BERT end to end, with Korean as a first-class language."""
 
+from . import similarity
 from .encoder import SentenceEncoder, load_encoder
 from .errors import (
     CorruptModelError,
@@ -10,7 +11,7 @@ from .errors import (
     MunjangError,
 )
 from .modules import Dense, Normalize, Pooling, Transformer
-from .similarity import pairwise_similarity, similarity
+from .similarity import cos_sim, pairwise_similarity
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,7 @@ __all__ = [
     "SentenceEncoder",
     "Transformer",
     "__version__",
+    "cos_sim",
     "load_encoder",
     "pairwise_similarity",
     "similarity",

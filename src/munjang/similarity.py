@@ -24,7 +24,8 @@ def _as_tensor(x: Any) -> tuple[torch.Tensor, bool]:
     if isinstance(x, torch.Tensor):
         t, was_numpy = x, False
     elif isinstance(x, np.ndarray):
-        t, was_numpy = torch.from_numpy(x), True
+        # Views with negative strides or foreign byte order need a native contiguous copy for torch.
+        t, was_numpy = torch.from_numpy(np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))), True
     elif isinstance(x, (list, tuple)):
         t, was_numpy = torch.as_tensor(np.asarray(x, dtype=np.float32)), True
     else:
@@ -66,18 +67,30 @@ def dot_score(a: Any, b: Any) -> Any:
     return _back(ta.to(tb.dtype) @ tb.T, numpy_in)
 
 
+def _cdist(a: torch.Tensor, b: torch.Tensor, p: float) -> torch.Tensor:
+    """torch.cdist, computed in float32 for half-precision input (CPU cdist has no half kernel).
+
+    Like sentence-transformers, euclidean distances use the matrix-product form, which is fast but
+    loses precision for near-identical rows (about 1e-3 on a distance of 0).
+    """
+    dtype = a.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.cdist(a.float(), b.float(), p=p).to(dtype)
+    return torch.cdist(a, b, p=p)
+
+
 def euclidean_sim(a: Any, b: Any) -> Any:
     """Negative euclidean distance matrix."""
     ta, numpy_in = _as_tensor(a)
     tb = _check_dims(ta, _as_tensor(b)[0])
-    return _back(-torch.cdist(ta.to(tb.dtype), tb, p=2.0), numpy_in)
+    return _back(-_cdist(ta.to(tb.dtype), tb, p=2.0), numpy_in)
 
 
 def manhattan_sim(a: Any, b: Any) -> Any:
     """Negative manhattan (L1) distance matrix."""
     ta, numpy_in = _as_tensor(a)
     tb = _check_dims(ta, _as_tensor(b)[0])
-    return _back(-torch.cdist(ta.to(tb.dtype), tb, p=1.0), numpy_in)
+    return _back(-_cdist(ta.to(tb.dtype), tb, p=1.0), numpy_in)
 
 
 def _pairwise_inputs(a: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor, bool]:

@@ -1,0 +1,164 @@
+"""Helpers shared by the benchmarks: the machine's description, result files and the benchmark corpus.
+
+Every benchmark prints `environment()` first and writes its figures with `write_result(name, payload)`
+to `bench/results/<name>.json` (the environment is included). `load_corpus(n)` gives a reproducible
+mixed Korean/English corpus built from the shared STS data (KorSTS and the STS Benchmark).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import sys
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "bench" / "results"
+
+KORSTS_FILES = ("korsts/sts-train.tsv.gz", "korsts/sts-dev.tsv", "korsts/sts-test.tsv")
+STSB_FILES = ("stsb/sts-train.csv", "stsb/sts-dev.csv", "stsb/sts-test.csv")
+
+_PACKAGES = ("torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "munjang")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _usable_cores() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return None
+
+
+@lru_cache(maxsize=1)
+def _static_environment() -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "usable_cores": _usable_cores(),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+    }
+    env.update({name: _version(name) for name in _PACKAGES})
+    env["torch_mkldnn"] = torch.backends.mkldnn.is_available()
+    env["cuda_available"] = torch.cuda.is_available()
+    return env
+
+
+def environment() -> dict[str, Any]:
+    """Where the figures were taken: CPU, cores, torch threads, library versions, OS and date (UTC)."""
+    import torch
+
+    env = dict(_static_environment())
+    env["torch_threads"] = torch.get_num_threads()
+    env["torch_interop_threads"] = torch.get_num_interop_threads()
+    env["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return env
+
+
+def print_environment(env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Print the environment, one `key: value` per line, and return it."""
+    env = environment() if env is None else env
+    width = max(len(k) for k in env)
+    print("environment")
+    for key, value in env.items():
+        print(f"  {key:<{width}}  {value}")
+    print()
+    return env
+
+
+def write_result(name: str, payload: dict[str, Any], env: dict[str, Any] | None = None) -> Path:
+    """Write `{"benchmark": name, "environment": ..., **payload}` to bench/results/<name>.json."""
+    if not name or any(c in name for c in "/\\") or name.startswith("."):
+        raise ValueError(f"result name must be a plain file name, not {name!r}")
+    clash = {"benchmark", "environment"} & payload.keys()
+    if clash:
+        raise ValueError(f"payload keys {sorted(clash)} are reserved by write_result")
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    record = {"benchmark": name, "environment": environment() if env is None else env, **payload}
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder: $MUNJANG_SHARED/data, or <repo>/../shared/data."""
+    shared = os.environ.get("MUNJANG_SHARED")
+    base = Path(shared) if shared else REPO.parent / "shared"
+    return base / "data"
+
+
+def _unique_sentences(files: tuple[str, ...], format: str) -> list[str]:
+    """Unique sentences (sentence1 and sentence2) of the files, in file order."""
+    from munjang.data import read_sts  # reads with csv.QUOTE_NONE: the files hold stray quotes
+
+    data_dir = shared_data_dir()
+    seen: dict[str, None] = {}
+    for name in files:
+        path = data_dir / name
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: the benchmark corpus needs the shared data")
+        data = read_sts(path, format)
+        for s1, s2 in zip(data.sentences1, data.sentences2, strict=True):
+            seen.setdefault(s1, None)
+            seen.setdefault(s2, None)
+    return list(seen)
+
+
+@lru_cache(maxsize=2)
+def _pools() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(_unique_sentences(KORSTS_FILES, "korsts")), tuple(_unique_sentences(STSB_FILES, "stsb"))
+
+
+def load_corpus(n: int, seed: int = 0) -> list[str]:
+    """`n` distinct sentences, half Korean (KorSTS) and half English (STSb), shuffled with `seed`.
+
+    With an odd `n` the extra sentence is English. Raises ValueError when the data has fewer unique
+    sentences of a language than needed.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, not {n}")
+    korean, english = _pools()
+    n_ko = n // 2
+    n_en = n - n_ko
+    for language, pool, need in (("Korean (KorSTS)", korean, n_ko), ("English (STSb)", english, n_en)):
+        if len(pool) < need:
+            raise ValueError(
+                f"the corpus needs {need} unique {language} sentences for n={n}, but the shared data "
+                f"has only {len(pool)}; the largest n is {2 * min(len(korean), len(english))}"
+            )
+    rng = random.Random(seed)
+    corpus = rng.sample(korean, n_ko) + rng.sample(english, n_en)
+    rng.shuffle(corpus)
+    return corpus
+
+
+if __name__ == "__main__":  # python bench/common.py: show the environment and a corpus sample
+    print_environment()
+    sample = load_corpus(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
+    print("\n".join(sample))
