@@ -24,6 +24,8 @@ def _as_tensor(x: Any) -> tuple[torch.Tensor, bool]:
     if isinstance(x, torch.Tensor):
         t, was_numpy = x, False
     elif isinstance(x, np.ndarray):
+        if x.ndim not in (1, 2):
+            raise ValueError(f"expected a 1-D or 2-D array of embeddings, got shape {x.shape}")
         # Views with negative strides or foreign byte order need a native contiguous copy for torch.
         t, was_numpy = torch.from_numpy(np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))), True
     elif isinstance(x, (list, tuple)):
