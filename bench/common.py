@@ -135,22 +135,27 @@ def _pools() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(_unique_sentences(KORSTS_FILES, "korsts")), tuple(_unique_sentences(STSB_FILES, "stsb"))
 
 
-def load_corpus(n: int, seed: int = 0) -> list[str]:
-    """`n` distinct sentences, half Korean (KorSTS) and half English (STSb), shuffled with `seed`.
+LANGUAGES = ("mixed", "ko", "en")
 
-    With an odd `n` the extra sentence is English. Raises ValueError when the data has fewer unique
-    sentences of a language than needed.
+
+def load_corpus(n: int, seed: int = 0, lang: str = "mixed") -> list[str]:
+    """`n` distinct sentences, shuffled with `seed`: Korean (KorSTS), English (STSb), or half of each.
+
+    For "mixed" with an odd `n` the extra sentence is English. Raises ValueError when the data has fewer
+    unique sentences of a language than needed.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, not {n}")
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}, not {lang!r}")
     korean, english = _pools()
-    n_ko = n // 2
+    n_ko = {"mixed": n // 2, "ko": n, "en": 0}[lang]
     n_en = n - n_ko
     for language, pool, need in (("Korean (KorSTS)", korean, n_ko), ("English (STSb)", english, n_en)):
         if len(pool) < need:
             raise ValueError(
                 f"the corpus needs {need} unique {language} sentences for n={n}, but the shared data "
-                f"has only {len(pool)}; the largest n is {2 * min(len(korean), len(english))}"
+                f"has only {len(pool)}"
             )
     rng = random.Random(seed)
     corpus = rng.sample(korean, n_ko) + rng.sample(english, n_en)

@@ -6,6 +6,7 @@ sentences/s for each, the munjang/ST ratio, and the largest difference between t
 
     python bench/encode.py                      # embedded all-MiniLM-L6-v2, n=10000, bs=32, 3 repeats
     python bench/encode.py --n 300 --repeats 2  # a quick check
+    python bench/encode.py --lang en            # English only (writes results/encode-en.json)
     python bench/encode.py --model ~/.cache/munjang/e5-small
 """
 
@@ -44,6 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32, help="batch size for both (default 32)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffling seed (default 0)")
+    parser.add_argument(
+        "--lang",
+        choices=("mixed", "ko", "en"),
+        default="mixed",
+        help="corpus language: half Korean/half English (default), Korean only, English only",
+    )
     parser.add_argument(
         "--threads", type=int, default=None, help="torch.set_num_threads before loading (default: torch's)"
     )
@@ -93,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if not model_path.is_dir():
         print(f"error: model folder {model_path} does not exist", file=sys.stderr)
         return 2
-    corpus = load_corpus(args.n, seed=args.seed)
+    corpus = load_corpus(args.n, seed=args.seed, lang=args.lang)
     bs = args.batch_size
 
     ours = munjang.load_encoder(model_path, device="cpu", dtype=torch.float32)
@@ -166,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch_size": bs,
         "repeats": args.repeats,
         "seed": args.seed,
+        "lang": args.lang,
         "threads": torch.get_num_threads(),
         "device": "cpu",
         "dtype": "float32",
@@ -180,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "agreement_tolerance": AGREEMENT_TOLERANCE,
     }
     if not args.no_write:
-        path = write_result("encode", payload, env=env)
+        path = write_result("encode" if args.lang == "mixed" else f"encode-{args.lang}", payload, env=env)
         print(f"wrote {path}")
     return 0
 

