@@ -124,6 +124,18 @@ class SentenceEncoder(nn.Sequential):
         }
 
     # -- encoding ------------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str], prompt: str = "") -> dict[str, Any]:
+        """A padded batch for `forward` (training path): input ids, attention mask, prompt length.
+
+        `encoder(encoder.tokenize(texts))["sentence_embedding"]` gives the embeddings with gradients.
+        """
+        transformer = self.transformer
+        inputs = [prompt + t for t in texts] if prompt else list(texts)
+        encoded = transformer.tokenize(inputs)
+        features: dict[str, Any] = dict(transformer.collate(encoded, range(len(inputs))))
+        features["prompt_length"] = self._prompt_length(prompt)
+        return features
+
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
         if prompt is not None:
             return prompt
