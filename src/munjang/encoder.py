@@ -199,6 +199,8 @@ class SentenceEncoder(nn.Sequential):
         if device is not None and resolve_device(device) != self.device:
             with self._device_lock:
                 self.to(resolve_device(device))
+        if self.training:  # inference never uses dropout, even right after a training loop
+            self.eval()
 
         prompt_text = self._prompt_text(prompt_name, prompt)
         prompt_length = self._prompt_length(prompt_text)

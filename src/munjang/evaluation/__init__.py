@@ -1,5 +1,19 @@
-"""Evaluators: score an encoder on a benchmark and return named metrics."""
+"""Evaluators: score an encoder on a benchmark and return named metrics with a primary one."""
 
+from .binary_classification import BinaryClassificationEvaluator
+from .label_accuracy import LabelAccuracyEvaluator
+from .mse import MSEEvaluator
+from .sequential import SequentialEvaluator
 from .sts import STSEvaluator
+from .translation import TranslationEvaluator
+from .triplet import TripletEvaluator
 
-__all__ = ["STSEvaluator"]
+__all__ = [
+    "BinaryClassificationEvaluator",
+    "LabelAccuracyEvaluator",
+    "MSEEvaluator",
+    "STSEvaluator",
+    "SequentialEvaluator",
+    "TranslationEvaluator",
+    "TripletEvaluator",
+]

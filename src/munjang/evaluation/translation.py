@@ -1,0 +1,125 @@
+"""TranslationEvaluator: is each sentence's nearest neighbour in the other language its translation?"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..data.parallel import ParallelData
+from ..similarity import MATRIX_FUNCTIONS, similarity
+from .sts import SupportsEncode
+from .triplet import encode_texts
+
+logger = logging.getLogger(__name__)
+
+# Rows of the similarity matrix computed at once, so that large sets do not need an n x n matrix.
+CHUNK_ROWS = 1024
+
+
+class TranslationEvaluator:
+    """Translation matching accuracy in both directions over parallel sentences.
+
+    With source embeddings s_1..s_n, target embeddings t_1..t_n (t_i translates s_i) and similarity f
+    (cosine by default),
+
+        src2trg_accuracy = (1/n) sum_i [ targets[argmax_j f(s_i, t_j)] == targets[i] ]
+        trg2src_accuracy = (1/n) sum_j [ sources[argmax_i f(s_i, t_j)] == sources[j] ]
+        mean_accuracy    = (src2trg_accuracy + trg2src_accuracy) / 2     (the primary metric)
+
+    A match counts when the retrieved sentence has the same text as the expected one, so repeated
+    sentences do not count against the encoder; ties go to the first candidate. Key names as in
+    sentence-transformers' ``TranslationEvaluator`` (not prefixed with `name`). The similarity matrix
+    is computed in blocks of rows, never whole.
+    """
+
+    def __init__(
+        self,
+        source_sentences: Sequence[str],
+        target_sentences: Sequence[str],
+        name: str = "",
+        batch_size: int = 32,
+        similarity_fn: str = "cosine",
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        show_progress_bar: bool | None = None,
+    ) -> None:
+        if len(source_sentences) != len(target_sentences):
+            raise ValueError(
+                f"source_sentences and target_sentences differ in length: "
+                f"{len(source_sentences)}, {len(target_sentences)}"
+            )
+        if not source_sentences:
+            raise ValueError("no sentence pairs to evaluate")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if similarity_fn not in MATRIX_FUNCTIONS:
+            raise ValueError(
+                f"unknown similarity function {similarity_fn!r}; choose from {', '.join(MATRIX_FUNCTIONS)}"
+            )
+        self.source_sentences = list(source_sentences)
+        self.target_sentences = list(target_sentences)
+        self.name = name
+        self.batch_size = batch_size
+        self.similarity_fn = similarity_fn
+        self.prompt_name = prompt_name
+        self.prompt = prompt
+        self.show_progress_bar = show_progress_bar
+        self.primary_metric = "mean_accuracy"
+
+    @classmethod
+    def from_data(cls, data: ParallelData, **kwargs: Any) -> TranslationEvaluator:
+        """An evaluator over the pairs of `data` (e.g. from `read_parallel` or `align_stsb_korsts`)."""
+        return cls(data.sources, data.targets, **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.source_sentences)
+
+    def _matches(self, queries: np.ndarray, candidates: np.ndarray, expected: list[str]) -> float:
+        """Fraction of queries whose most similar candidate has the text of `expected[query]`."""
+        correct = 0
+        for start in range(0, len(queries), CHUNK_ROWS):
+            scores = np.asarray(
+                similarity(queries[start : start + CHUNK_ROWS], candidates, self.similarity_fn)
+            )
+            best = np.argmax(scores, axis=1)
+            correct += sum(expected[start + i] == expected[int(j)] for i, j in enumerate(best))
+        return correct / len(queries)
+
+    def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
+        """Encode both sides and return the matching accuracy in each direction and their mean."""
+        n = len(self.source_sentences)
+        vectors = encode_texts(
+            encoder,
+            [*self.source_sentences, *self.target_sentences],
+            batch_size=self.batch_size,
+            prompt_name=self.prompt_name,
+            prompt=self.prompt,
+            show_progress_bar=self.show_progress_bar,
+        )
+        sources, targets = vectors[:n], vectors[n:]
+        src2trg = self._matches(sources, targets, self.target_sentences)
+        trg2src = self._matches(targets, sources, self.source_sentences)
+        logger.info(
+            "Translation matching %s: src2trg %.4f, trg2src %.4f", self.name or "evaluation", src2trg, trg2src
+        )
+        return {
+            "src2trg_accuracy": src2trg,
+            "trg2src_accuracy": trg2src,
+            "mean_accuracy": (src2trg + trg2src) / 2,
+        }
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """The settings that change the numbers; unset ones are left out."""
+        config: dict[str, Any] = {"similarity_fn": self.similarity_fn}
+        for key in ("prompt_name", "prompt"):
+            value = getattr(self, key)
+            if value is not None:
+                config[key] = value
+        return config
+
+    def __repr__(self) -> str:
+        name = f"{self.name!r}, " if self.name else ""
+        return f"TranslationEvaluator({name}{len(self)} sentence pairs, similarity_fn={self.similarity_fn!r})"

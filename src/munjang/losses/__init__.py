@@ -1,0 +1,48 @@
+"""SBERT training objectives.
+
+Every loss is an `nn.Module` called as `loss(sentence_features, labels)`, where
+`sentence_features[i] = model.tokenize(texts_of_column_i)`, and returns a scalar tensor.
+`LOSSES` maps the names used in training configs to the classes.
+"""
+
+from __future__ import annotations
+
+from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed
+from .contrastive import ContrastiveLoss
+from .cosent import CoSENTLoss
+from .cosine_similarity import CosineSimilarityLoss
+from .matryoshka import MatryoshkaLoss
+from .mse import MSELoss
+from .multiple_negatives_ranking import MultipleNegativesRankingLoss
+from .online_contrastive import OnlineContrastiveLoss
+from .softmax import SoftmaxLoss
+from .triplet import TripletLoss
+
+LOSSES: dict[str, type[SentenceLoss]] = {
+    "softmax": SoftmaxLoss,
+    "cosine": CosineSimilarityLoss,
+    "cosent": CoSENTLoss,
+    "triplet": TripletLoss,
+    "contrastive": ContrastiveLoss,
+    "online_contrastive": OnlineContrastiveLoss,
+    "mnrl": MultipleNegativesRankingLoss,
+    "mse": MSELoss,
+    "matryoshka": MatryoshkaLoss,
+}
+
+__all__ = [
+    "DISTANCE_METRICS",
+    "LOSSES",
+    "CoSENTLoss",
+    "ContrastiveLoss",
+    "CosineSimilarityLoss",
+    "MSELoss",
+    "MatryoshkaLoss",
+    "MultipleNegativesRankingLoss",
+    "OnlineContrastiveLoss",
+    "SentenceLoss",
+    "SoftmaxLoss",
+    "TripletLoss",
+    "distance_function",
+    "embed",
+]

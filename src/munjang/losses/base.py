@@ -1,0 +1,123 @@
+"""Shared pieces of the training objectives: embedding the columns of a batch, the pairwise
+distances the metric losses use, and `SentenceLoss`, the base class every loss follows.
+
+Calling convention (the same as sentence-transformers, so a trainer can call any loss alike):
+`loss(sentence_features, labels)`, where `sentence_features[i] = model.tokenize(column_i_texts)`
+and `labels` is a tensor with one entry per example (or None for losses that need no labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..encoder import SentenceEncoder
+
+SBERT_CITATION = """@inproceedings{reimers-2019-sentence-bert,
+    title = "Sentence-BERT: Sentence Embeddings using Siamese BERT-Networks",
+    author = "Reimers, Nils and Gurevych, Iryna",
+    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing",
+    year = "2019",
+    publisher = "Association for Computational Linguistics",
+    url = "https://arxiv.org/abs/1908.10084",
+}"""
+
+
+def embed(model: SentenceEncoder, sentence_features: Sequence[dict[str, Any]]) -> list[Tensor]:
+    """One (batch, dim) embedding tensor per column, with gradients.
+
+    Tensors are moved to the model's device; the caller's dicts are left unchanged (the modules
+    write their outputs into a copy).
+    """
+    device = model.device
+    out = []
+    for features in sentence_features:
+        moved = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
+        out.append(model(moved)["sentence_embedding"])
+    return out
+
+
+def _cosine_distance(a: Tensor, b: Tensor) -> Tensor:
+    return 1 - (F.normalize(a, p=2, dim=-1) * F.normalize(b, p=2, dim=-1)).sum(dim=-1)
+
+
+def _euclidean_distance(a: Tensor, b: Tensor) -> Tensor:
+    return torch.linalg.vector_norm(a - b, ord=2, dim=-1)
+
+
+def _manhattan_distance(a: Tensor, b: Tensor) -> Tensor:
+    return (a - b).abs().sum(dim=-1)
+
+
+DISTANCE_METRICS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "cosine": _cosine_distance,
+    "euclidean": _euclidean_distance,
+    "manhattan": _manhattan_distance,
+}
+
+
+def distance_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
+    """Row-by-row distance by name: cosine (1 − cos), euclidean (L2) or manhattan (L1)."""
+    if name not in DISTANCE_METRICS:
+        raise ValueError(f"unknown distance metric {name!r}; choose from {', '.join(DISTANCE_METRICS)}")
+    return DISTANCE_METRICS[name]
+
+
+class SentenceLoss(nn.Module):
+    """Base of the munjang losses: embeds each column once, then `compute_from_embeddings`.
+
+    Subclasses set `min_columns` / `max_columns` (None: no upper bound), `needs_labels` (whether
+    the batch must carry labels), `citation` (BibTeX, optional), and implement
+    `compute_from_embeddings`; wrappers such as `MatryoshkaLoss` reuse that method on embeddings
+    they have transformed.
+    """
+
+    min_columns: int = 2
+    max_columns: int | None = 2
+    needs_labels: bool = True
+    citation: str | None = None
+
+    def __init__(self, model: SentenceEncoder) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, sentence_features: Sequence[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """The scalar loss of one batch: `sentence_features[i]` is `model.tokenize(column_i)`."""
+        self.check_columns(len(sentence_features))
+        return self.compute_from_embeddings(embed(self.model, sentence_features), labels)
+
+    def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        """The loss from one (batch, dim) embedding tensor per column."""
+        raise NotImplementedError
+
+    def check_columns(self, count: int) -> None:
+        """Raise ValueError when a batch has a number of columns this loss cannot use."""
+        low, high = self.min_columns, self.max_columns
+        if count >= low and (high is None or count <= high):
+            return
+        if high is None:
+            wanted = f"at least {low}"
+        elif low == high:
+            wanted = str(low)
+        else:
+            wanted = f"{low} to {high}"
+        raise ValueError(f"{type(self).__name__} takes {wanted} text columns per example, got {count}")
+
+    def check_labels(self, labels: Tensor | None, batch_size: int) -> Tensor:
+        """Labels as a flat tensor with one entry per example, or ValueError."""
+        if labels is None:
+            raise ValueError(f"{type(self).__name__} needs labels, got None")
+        if labels.numel() != batch_size:
+            raise ValueError(
+                f"{type(self).__name__} expects {batch_size} labels (one per example), "
+                f"got {labels.numel()} with shape {tuple(labels.shape)}"
+            )
+        return labels.reshape(-1)
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """The hyper-parameters, for model cards and training logs."""
+        return {}

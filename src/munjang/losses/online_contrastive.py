@@ -1,0 +1,53 @@
+"""OnlineContrastiveLoss: the contrastive loss over the hard pairs of a batch only.
+
+With d the distance (cosine distance 1 − cos by default) and m the margin, a positive pair is
+hard when it is farther apart than the closest negative pair, and a negative pair is hard when it
+is closer than the farthest positive pair. The loss sums over the hard pairs only:
+
+    loss = Σ_{hard positives} d² + Σ_{hard negatives} max(m − d, 0)²
+
+(with no negatives in the batch, positives farther than the positives' mean distance count as
+hard, and likewise for negatives). It is a sum, not a mean, as in sentence-transformers.
+
+Label convention: y = 1 marks a SIMILAR pair, y = 0 a DISSIMILAR pair (the sentence-transformers
+convention, which munjang follows; Hadsell et al. use the opposite, Y = 0 for similar).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..encoder import SentenceEncoder
+from .base import SentenceLoss, distance_function
+from .contrastive import warn_if_not_binary
+
+
+class OnlineContrastiveLoss(SentenceLoss):
+    """Contrastive loss on hard positives (label 1) and hard negatives (label 0) of the batch."""
+
+    def __init__(self, model: SentenceEncoder, distance_metric: str = "cosine", margin: float = 0.5) -> None:
+        super().__init__(model)
+        self.distance = distance_function(distance_metric)
+        self.distance_metric = distance_metric
+        self.margin = margin
+        self._labels_checked = False
+
+    def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        self.check_columns(len(embeddings))
+        u, v = embeddings
+        labels = self.check_labels(labels, u.shape[0]).to(u.device)
+        if not self._labels_checked:
+            self._labels_checked = True
+            warn_if_not_binary(type(self).__name__, labels)
+        distances = self.distance(u, v)
+        negatives = distances[labels == 0]
+        positives = distances[labels == 1]
+        hard_negatives = negatives[negatives < (positives.max() if len(positives) else negatives.mean())]
+        hard_positives = positives[positives > (negatives.min() if len(negatives) else positives.mean())]
+        return hard_positives.pow(2).sum() + F.relu(self.margin - hard_negatives).pow(2).sum()
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"distance_metric": self.distance_metric, "margin": self.margin}
