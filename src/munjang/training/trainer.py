@@ -163,13 +163,16 @@ class Trainer:
         Returns a summary: steps, seconds, final and best metrics.
         """
         from accelerate import Accelerator
-        from accelerate.utils import set_seed
+        from accelerate.utils import DistributedDataParallelKwargs, set_seed
 
         args = self.args
         set_seed(args.seed)
         device = self.model.device
         mixed = resolve_mixed_precision(args.mixed_precision, device)
-        accelerator = Accelerator(mixed_precision=mixed, cpu=device.type == "cpu")
+        # Some parameters never get a gradient (BERT's pooler head; another task's classifier in
+        # multi-task runs), which DDP must be told about.
+        ddp = DistributedDataParallelKwargs(find_unused_parameters=True)
+        accelerator = Accelerator(mixed_precision=mixed, cpu=device.type == "cpu", kwargs_handlers=[ddp])
         self.model.to(accelerator.device)
         world, rank = accelerator.num_processes, accelerator.process_index
         if args.freeze_word_embeddings:
