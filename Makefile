@@ -43,7 +43,9 @@ test-slow: install-dev
 	$(BIN)/pytest -m slow
 
 bench: install-dev
+	$(BIN)/pip install --quiet "$(TORCH)" -e ".[dev,bench]"
 	$(BIN)/python bench/encode.py
+	$(BIN)/python bench/train_speed.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -72,9 +72,13 @@ def main(argv: list[str] | None = None) -> None:
         mixed_precision=args.mixed_precision,
     )
     trainer = Trainer(
-        model, loss, examples, evaluator(dev), training_args,
+        model,
+        loss,
+        examples,
+        evaluator(dev),
+        training_args,
         data_description={"train": "KorSTS sts-train.tsv (5,749 pairs, scores / 5)"},
-    )  # fmt: skip
+    )
     start = time.perf_counter()
     summary = trainer.train(resume_from_checkpoint=args.resume or None)
     wall = time.perf_counter() - start

@@ -18,7 +18,8 @@ class TrainingArguments:
       is batch_size x gradient_accumulation_steps x processes.
     - `mixed_precision`: "auto" picks bf16 on GPUs that support it and on CPUs with AMX, fp16 on older
       GPUs, and full precision otherwise.
-    - `eval_steps` / `save_steps`: 0 means at the end of each epoch only.
+    - `eval_steps` / `save_steps`: 0 means at the end of each epoch only. `save_checkpoints=False` writes
+      no periodic checkpoints (Ctrl-C still leaves one).
     - `freeze_word_embeddings`: keep the token embedding matrix fixed. Multilingual models spend most
       of their parameters there (e5-small: 96M of 118M); freezing it saves a dense gradient and an
       optimizer update per step, which matters on a CPU.
@@ -39,6 +40,7 @@ class TrainingArguments:
     eval_steps: int = 0
     save_steps: int = 0
     save_total_limit: int = 2
+    save_checkpoints: bool = True
     logging_steps: int = 10
     seed: int = 42
     multi_task: Literal["round_robin", "shortest"] = "round_robin"

@@ -245,7 +245,7 @@ class Trainer:
                         window.clear()
                     if args.eval_steps and loop.global_step % args.eval_steps == 0:
                         self._evaluate(accelerator, tasks, loop)
-                    if args.save_steps and loop.global_step % args.save_steps == 0:
+                    if args.save_checkpoints and args.save_steps and loop.global_step % args.save_steps == 0:
                         self._save_checkpoint(
                             accelerator, unwrapped, optimizer, scheduler, rng_after_step, loop
                         )
@@ -256,7 +256,7 @@ class Trainer:
                     loop.plan_position = 0
                     if not args.eval_steps or loop.global_step % args.eval_steps:
                         self._evaluate(accelerator, tasks, loop)
-                    if not args.save_steps or loop.global_step % args.save_steps:
+                    if args.save_checkpoints and (not args.save_steps or loop.global_step % args.save_steps):
                         self._save_checkpoint(
                             accelerator, unwrapped, optimizer, scheduler, rng_after_step, loop
                         )
