@@ -130,3 +130,19 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         Trainer(enc, CosineSimilarityLoss(enc), [])
     with pytest.raises(FileNotFoundError, match="no checkpoint to resume from"):
         Trainer(enc, CosineSimilarityLoss(enc), pair_examples(4), args=_args(tmp_path / "x")).train(True)
+
+
+def test_bf16_mixed_precision_trains_on_cpu(tmp_path: Path) -> None:
+    folder = tiny_bert(tmp_path / "tiny", dropout=0.0)
+    enc = munjang.load_encoder(folder, device="cpu")
+    losses: list[float] = []
+    args = _args(tmp_path / "o", epochs=1, batch_size=8, mixed_precision="bf16")
+    Trainer(
+        enc, CosineSimilarityLoss(enc), pair_examples(32), args=args, on_step=lambda s, v: losses.append(v)
+    ).train()
+    assert len(losses) == 4 and all(torch.isfinite(torch.tensor(losses)))
+    assert next(enc.parameters()).dtype == torch.float32  # autocast: weights stay fp32
+    from munjang.training.trainer import resolve_mixed_precision
+
+    assert resolve_mixed_precision("no", torch.device("cpu")) == "no"
+    assert resolve_mixed_precision("auto", torch.device("cpu")) in ("no", "bf16")
