@@ -11,8 +11,7 @@ import numpy as np
 
 from ..similarity import pairwise_similarity
 from ..training.examples import Example
-from .sts import SIMILARITY_FNS, SupportsEncode
-from .triplet import check_similarity_fns, encode_texts
+from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +134,7 @@ def matthews_correlation(predicted: np.ndarray, labels: np.ndarray) -> float:
     return (tp * tn - fp * fn) / denominator if denominator else 0.0
 
 
-class BinaryClassificationEvaluator:
+class BinaryClassificationEvaluator(Evaluator):
     """Pair classification (paraphrase / duplicate detection) by thresholding embedding similarity.
 
     For each similarity function f, the score of pair i is s_i = f(E(a_i), E(b_i)): cosine similarity
@@ -153,6 +152,8 @@ class BinaryClassificationEvaluator:
     ``<main_similarity>_ap``, or ``<encoder.similarity_fn_name>_ap`` when no main similarity was given.
     Each distinct sentence is encoded once.
     """
+
+    optional_settings = ("main_similarity", "prompt_name", "prompt")
 
     def __init__(
         self,
@@ -177,19 +178,13 @@ class BinaryClassificationEvaluator:
             raise ValueError(f"labels must be 0 (dissimilar) or 1 (similar), got {bad!r}")
         if not any(labels) or all(labels):
             raise ValueError("labels need at least one similar (1) and one dissimilar (0) pair")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        primary = f"{main_similarity}_ap" if main_similarity else None
+        super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, primary)
         self.similarity_fns = check_similarity_fns(similarity_fns, main_similarity)
         self.sentences1 = list(sentences1)
         self.sentences2 = list(sentences2)
         self.labels = [int(x) for x in labels]
-        self.name = name
-        self.batch_size = batch_size
         self.main_similarity = main_similarity
-        self.prompt_name = prompt_name
-        self.prompt = prompt
-        self.show_progress_bar = show_progress_bar
-        self.primary_metric: str | None = f"{main_similarity}_ap" if main_similarity else None
 
     @classmethod
     def from_examples(cls, examples: Sequence[Example], **kwargs: Any) -> BinaryClassificationEvaluator:
@@ -205,17 +200,9 @@ class BinaryClassificationEvaluator:
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return the threshold metrics for each similarity function."""
-        main = self.main_similarity or getattr(encoder, "similarity_fn_name", None) or "cosine"
-        fns = self.similarity_fns if main in self.similarity_fns else (*self.similarity_fns, main)
+        main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
         n = len(self.labels)
-        vectors = encode_texts(
-            encoder,
-            [*self.sentences1, *self.sentences2],
-            batch_size=self.batch_size,
-            prompt_name=self.prompt_name,
-            prompt=self.prompt,
-            show_progress_bar=self.show_progress_bar,
-        )
+        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
         labels = np.asarray(self.labels, dtype=np.int64)
         metrics: dict[str, float] = {}
         for fn in fns:
@@ -248,16 +235,8 @@ class BinaryClassificationEvaluator:
         self.primary_metric = f"{main}_ap"
         return metrics
 
-    def get_config_dict(self) -> dict[str, Any]:
-        """The settings that change the numbers; unset ones are left out."""
-        config: dict[str, Any] = {"similarity_fns": list(self.similarity_fns)}
-        for key in ("main_similarity", "prompt_name", "prompt"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value
-        return config
+    def _settings(self) -> dict[str, Any]:
+        return {"similarity_fns": list(self.similarity_fns)}
 
-    def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        fns = list(self.similarity_fns)
-        return f"BinaryClassificationEvaluator({name}{len(self)} pairs, similarity_fns={fns})"
+    def _describe(self) -> str:
+        return f"{len(self)} pairs, similarity_fns={list(self.similarity_fns)}"

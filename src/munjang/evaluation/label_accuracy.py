@@ -11,7 +11,7 @@ import torch
 
 from ..data.nli import NLIData
 from ..training.examples import Example
-from .sts import SupportsEncode
+from .base import Evaluator, SupportsEncode
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def macro_f1(predicted: Sequence[int] | np.ndarray, gold: Sequence[int] | np.nda
     return float(np.mean(scores))
 
 
-class LabelAccuracyEvaluator:
+class LabelAccuracyEvaluator(Evaluator):
     """How often a classifier over pair embeddings picks the gold label (e.g. NLI with a softmax head).
 
     Each pair (a_i, b_i) is encoded to u_i = E(a_i), v_i = E(b_i); `classifier(u, v)` maps (batch, dim)
@@ -80,19 +80,12 @@ class LabelAccuracyEvaluator:
             raise ValueError(f"labels must be class indices (0 or more), got {bad!r}")
         if not callable(classifier):
             raise TypeError("classifier must be callable as classifier(u, v) -> logits")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "accuracy")
         self.sentences1 = [a for a, _ in sentence_pairs]
         self.sentences2 = [b for _, b in sentence_pairs]
         self.labels = [int(x) for x in labels]
         self.classifier = classifier
-        self.name = name
-        self.batch_size = batch_size
-        self.prompt_name = prompt_name
-        self.prompt = prompt
-        self.show_progress_bar = show_progress_bar
         self.device = device
-        self.primary_metric = "accuracy"
 
     @classmethod
     def from_examples(
@@ -118,11 +111,7 @@ class LabelAccuracyEvaluator:
     def predict(self, encoder: SupportsEncode) -> np.ndarray:
         """The classifier's predicted class index for every pair."""
         unique = list(dict.fromkeys([*self.sentences1, *self.sentences2]))
-        options: dict[str, Any] = {"batch_size": self.batch_size, "show_progress_bar": self.show_progress_bar}
-        if self.prompt_name is not None:
-            options["prompt_name"] = self.prompt_name
-        if self.prompt is not None:
-            options["prompt"] = self.prompt
+        options = self.encode_options()
         target = self.device if self.device is not None else getattr(encoder, "device", None)
         module = self.classifier if isinstance(self.classifier, torch.nn.Module) else None
         parameter = next(iter(module.parameters()), None) if module is not None else None
@@ -173,16 +162,3 @@ class LabelAccuracyEvaluator:
         f1 = macro_f1(predicted, gold)
         logger.info("Label accuracy %s: %.4f (macro F1 %.4f)", self.name or "evaluation", accuracy, f1)
         return {"accuracy": accuracy, "macro_f1": f1}
-
-    def get_config_dict(self) -> dict[str, Any]:
-        """The settings that change the numbers; unset ones are left out."""
-        config: dict[str, Any] = {}
-        for key in ("prompt_name", "prompt"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value
-        return config
-
-    def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return f"LabelAccuracyEvaluator({name}{len(self)} pairs)"

@@ -10,13 +10,12 @@ import numpy as np
 import torch
 
 from ..data.parallel import ParallelData
-from .sts import SupportsEncode
-from .triplet import encode_texts
+from .base import Evaluator, SupportsEncode, encode_texts
 
 logger = logging.getLogger(__name__)
 
 
-class MSEEvaluator:
+class MSEEvaluator(Evaluator):
     """Mean squared error between teacher embeddings of the sources and student embeddings of the targets.
 
     For multilingual knowledge distillation (Reimers & Gurevych 2020) the sources are, e.g., English
@@ -30,6 +29,8 @@ class MSEEvaluator:
     scaled by 100 as sentence-transformers' ``MSEEvaluator`` does. The teacher is encoded once, when
     the evaluator is built; `teacher` may also be the (n, d) teacher embeddings themselves (numpy or torch).
     """
+
+    optional_settings = ("prompt_name", "prompt", "teacher_prompt_name")
 
     def __init__(
         self,
@@ -50,17 +51,10 @@ class MSEEvaluator:
             )
         if not source_sentences:
             raise ValueError("no sentences to evaluate")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "negative_mse")
         self.source_sentences = list(source_sentences)
         self.target_sentences = list(target_sentences)
-        self.name = name
-        self.batch_size = batch_size
-        self.prompt_name = prompt_name
-        self.prompt = prompt
         self.teacher_prompt_name = teacher_prompt_name
-        self.show_progress_bar = show_progress_bar
-        self.primary_metric = "negative_mse"
         if isinstance(teacher, (np.ndarray, torch.Tensor)):
             given = teacher.detach().cpu().numpy() if isinstance(teacher, torch.Tensor) else teacher
             embeddings = np.asarray(given, dtype=np.float64)
@@ -91,14 +85,7 @@ class MSEEvaluator:
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the targets with `encoder` (the student) and return ``mse`` and ``negative_mse``."""
-        student = encode_texts(
-            encoder,
-            self.target_sentences,
-            batch_size=self.batch_size,
-            prompt_name=self.prompt_name,
-            prompt=self.prompt,
-            show_progress_bar=self.show_progress_bar,
-        )
+        student = self.encode(encoder, self.target_sentences)
         if student.shape != self.source_embeddings.shape:
             raise ValueError(
                 f"student embeddings have shape {student.shape}, the teacher's {self.source_embeddings.shape}"
@@ -107,15 +94,5 @@ class MSEEvaluator:
         logger.info("MSE (x100) %s: %.6f", self.name or "evaluation", mse)
         return {"mse": mse, "negative_mse": -mse}
 
-    def get_config_dict(self) -> dict[str, Any]:
-        """The settings that change the numbers; unset ones are left out."""
-        config: dict[str, Any] = {}
-        for key in ("prompt_name", "prompt", "teacher_prompt_name"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value
-        return config
-
-    def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return f"MSEEvaluator({name}{len(self)} sentence pairs)"
+    def _describe(self) -> str:
+        return f"{len(self)} sentence pairs"

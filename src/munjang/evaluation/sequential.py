@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .sts import SupportsEncode
+from .base import SupportsEncode
 
 
-class Evaluator(Protocol):
+class NamedEvaluator(Protocol):
     """What SequentialEvaluator needs: a `name`, a `primary_metric` and ``__call__(encoder) -> metrics``."""
 
     @property
@@ -36,7 +36,7 @@ class SequentialEvaluator:
 
     def __init__(
         self,
-        evaluators: Sequence[Evaluator],
+        evaluators: Sequence[NamedEvaluator],
         main_score_function: Callable[[list[float]], float] | None = None,
         name: str = "",
     ) -> None:

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from ..data.sts import STSData
-from ..similarity import PAIRWISE_FUNCTIONS, pairwise_similarity
+from ..similarity import pairwise_similarity
+from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
+
+__all__ = ["SIMILARITY_FNS", "STSEvaluator", "SupportsEncode"]
 
 logger = logging.getLogger(__name__)
 
-SIMILARITY_FNS = ("cosine", "dot", "euclidean", "manhattan")
 
-
-class SupportsEncode(Protocol):
-    """What the evaluator needs from an encoder: `encode(list_of_str, **options) -> (n, dim) array`."""
-
-    @property
-    def encode(self) -> Callable[..., Any]: ...
-
-
-class STSEvaluator:
+class STSEvaluator(Evaluator):
     """Correlation between embedding similarity and gold scores on sentence pairs (STS benchmarks).
 
     For each similarity function f (cosine, dot, negated euclidean, negated manhattan distance) and
@@ -42,6 +36,8 @@ class STSEvaluator:
     Each distinct sentence is encoded once, however often it occurs on either side.
     Modeled on sentence-transformers' ``EmbeddingSimilarityEvaluator``.
     """
+
+    optional_settings = ("main_similarity", "prompt_name", "prompt")
 
     def __init__(
         self,
@@ -68,34 +64,14 @@ class STSEvaluator:
             raise ValueError("gold scores must be finite numbers")
         if np.all(gold == gold[0]):
             raise ValueError("all gold scores are equal, so no correlation is defined")
-        if isinstance(similarity_fns, str):
-            similarity_fns = (similarity_fns,)
-        if not similarity_fns:
-            raise ValueError("similarity_fns is empty")
-        for fn in (*similarity_fns, *([main_similarity] if main_similarity else [])):
-            if fn not in PAIRWISE_FUNCTIONS:
-                raise ValueError(
-                    f"unknown similarity function {fn!r}; choose from {', '.join(SIMILARITY_FNS)}"
-                )
-        if main_similarity is not None and main_similarity not in similarity_fns:
-            raise ValueError(
-                f"main_similarity {main_similarity!r} is not among similarity_fns {similarity_fns}"
-            )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-
+        self.similarity_fns = check_similarity_fns(similarity_fns, main_similarity)
+        # Known now if main_similarity is given; otherwise set from the encoder on each call.
+        primary = f"spearman_{main_similarity}" if main_similarity else None
+        super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, primary)
         self.sentences1 = list(sentences1)
         self.sentences2 = list(sentences2)
         self.scores = gold.tolist()
-        self.name = name
-        self.batch_size = batch_size
-        self.similarity_fns = tuple(dict.fromkeys(similarity_fns))
         self.main_similarity = main_similarity
-        self.prompt_name = prompt_name
-        self.prompt = prompt
-        self.show_progress_bar = show_progress_bar
-        # Known now if main_similarity is given; otherwise set from the encoder on each call.
-        self.primary_metric: str | None = f"spearman_{main_similarity}" if main_similarity else None
 
     @classmethod
     def from_data(cls, data: STSData, **kwargs: Any) -> STSEvaluator:
@@ -107,23 +83,9 @@ class STSEvaluator:
 
     def embed(self, encoder: SupportsEncode) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings of both sides, (n, dim) each, encoding every distinct sentence once."""
-        unique = list(dict.fromkeys([*self.sentences1, *self.sentences2]))
-        options: dict[str, Any] = {"batch_size": self.batch_size, "show_progress_bar": self.show_progress_bar}
-        if self.prompt_name is not None:
-            options["prompt_name"] = self.prompt_name
-        if self.prompt is not None:
-            options["prompt"] = self.prompt
-        vectors = np.asarray(encoder.encode(unique, **options), dtype=np.float64)
-        if vectors.ndim != 2 or vectors.shape[0] != len(unique):
-            raise ValueError(
-                f"encoder returned shape {vectors.shape} for {len(unique)} sentences, "
-                f"expected ({len(unique)}, dim)"
-            )
-        row = {sentence: i for i, sentence in enumerate(unique)}
-        return (
-            vectors[[row[s] for s in self.sentences1]],
-            vectors[[row[s] for s in self.sentences2]],
-        )
+        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
+        n = len(self.sentences1)
+        return vectors[:n], vectors[n:]
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return Pearson and Spearman correlations for each similarity function.
@@ -131,8 +93,7 @@ class STSEvaluator:
         The encoder's own `similarity_fn_name`, when it is the primary one and not in `similarity_fns`, is
         computed as well. A correlation is NaN when the encoder gives every pair the same similarity.
         """
-        main = self.main_similarity or getattr(encoder, "similarity_fn_name", None) or "cosine"
-        fns = self.similarity_fns if main in self.similarity_fns else (*self.similarity_fns, main)
+        main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
         embeddings1, embeddings2 = self.embed(encoder)
         gold = np.asarray(self.scores, dtype=np.float64)
         metrics: dict[str, float] = {}
@@ -150,15 +111,8 @@ class STSEvaluator:
         self.primary_metric = f"spearman_{main}"
         return metrics
 
-    def get_config_dict(self) -> dict[str, Any]:
-        """The settings that change the numbers (for model cards and result logs); unset ones are left out."""
-        config: dict[str, Any] = {"similarity_fns": list(self.similarity_fns)}
-        for key in ("main_similarity", "prompt_name", "prompt"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value
-        return config
+    def _settings(self) -> dict[str, Any]:
+        return {"similarity_fns": list(self.similarity_fns)}
 
-    def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return f"STSEvaluator({name}{len(self)} pairs, similarity_fns={list(self.similarity_fns)})"
+    def _describe(self) -> str:
+        return f"{len(self)} pairs, similarity_fns={list(self.similarity_fns)}"

@@ -10,8 +10,7 @@ import numpy as np
 
 from ..data.parallel import ParallelData
 from ..similarity import MATRIX_FUNCTIONS, similarity
-from .sts import SupportsEncode
-from .triplet import encode_texts
+from .base import Evaluator, SupportsEncode
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +18,7 @@ logger = logging.getLogger(__name__)
 CHUNK_ROWS = 1024
 
 
-class TranslationEvaluator:
+class TranslationEvaluator(Evaluator):
     """Translation matching accuracy in both directions over parallel sentences.
 
     With source embeddings s_1..s_n, target embeddings t_1..t_n (t_i translates s_i) and similarity f
@@ -53,21 +52,14 @@ class TranslationEvaluator:
             )
         if not source_sentences:
             raise ValueError("no sentence pairs to evaluate")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "mean_accuracy")
         if similarity_fn not in MATRIX_FUNCTIONS:
             raise ValueError(
                 f"unknown similarity function {similarity_fn!r}; choose from {', '.join(MATRIX_FUNCTIONS)}"
             )
         self.source_sentences = list(source_sentences)
         self.target_sentences = list(target_sentences)
-        self.name = name
-        self.batch_size = batch_size
         self.similarity_fn = similarity_fn
-        self.prompt_name = prompt_name
-        self.prompt = prompt
-        self.show_progress_bar = show_progress_bar
-        self.primary_metric = "mean_accuracy"
 
     @classmethod
     def from_data(cls, data: ParallelData, **kwargs: Any) -> TranslationEvaluator:
@@ -91,14 +83,7 @@ class TranslationEvaluator:
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode both sides and return the matching accuracy in each direction and their mean."""
         n = len(self.source_sentences)
-        vectors = encode_texts(
-            encoder,
-            [*self.source_sentences, *self.target_sentences],
-            batch_size=self.batch_size,
-            prompt_name=self.prompt_name,
-            prompt=self.prompt,
-            show_progress_bar=self.show_progress_bar,
-        )
+        vectors = self.encode(encoder, [*self.source_sentences, *self.target_sentences])
         sources, targets = vectors[:n], vectors[n:]
         src2trg = self._matches(sources, targets, self.target_sentences)
         trg2src = self._matches(targets, sources, self.source_sentences)
@@ -111,15 +96,8 @@ class TranslationEvaluator:
             "mean_accuracy": (src2trg + trg2src) / 2,
         }
 
-    def get_config_dict(self) -> dict[str, Any]:
-        """The settings that change the numbers; unset ones are left out."""
-        config: dict[str, Any] = {"similarity_fn": self.similarity_fn}
-        for key in ("prompt_name", "prompt"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value
-        return config
+    def _settings(self) -> dict[str, Any]:
+        return {"similarity_fn": self.similarity_fn}
 
-    def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return f"TranslationEvaluator({name}{len(self)} sentence pairs, similarity_fn={self.similarity_fn!r})"
+    def _describe(self) -> str:
+        return f"{len(self)} sentence pairs, similarity_fn={self.similarity_fn!r}"
