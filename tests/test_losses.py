@@ -313,7 +313,7 @@ def test_matryoshka_forward_embeds_once(model: SentenceEncoder) -> None:
         value = wrapped([model.tokenize(["하나", "둘"]), model.tokenize(["one", "two"])], None)
     finally:
         handle.remove()
-    assert calls == 2  # one forward per column, shared by the three dimensions
+    assert calls == 1  # one merged forward for both columns, shared by the three dimensions
     assert value.requires_grad
 
 

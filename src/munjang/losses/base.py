@@ -30,15 +30,38 @@ SBERT_CITATION = """@inproceedings{reimers-2019-sentence-bert,
 def embed(model: SentenceEncoder, sentence_features: Sequence[dict[str, Any]]) -> list[Tensor]:
     """One (batch, dim) embedding tensor per column, with gradients.
 
-    Tensors are moved to the model's device; the caller's dicts are left unchanged (the modules
-    write their outputs into a copy).
+    The columns go through the model as one padded batch (padding is masked, so each row's result
+    is the same), which on a CPU is much cheaper than one small forward pass per column. Columns
+    whose features differ (other keys or prompt length) fall back to one pass each. Tensors are
+    moved to the model's device; the caller's dicts are left unchanged.
     """
     device = model.device
-    out = []
-    for features in sentence_features:
-        moved = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
-        out.append(model(moved)["sentence_embedding"])
-    return out
+    moved = [
+        {k: v.to(device) if isinstance(v, Tensor) else v for k, v in f.items()} for f in sentence_features
+    ]
+    if len(moved) == 1 or not _mergeable(moved):
+        return [model(features)["sentence_embedding"] for features in moved]
+    width = max(f["input_ids"].shape[1] for f in moved)
+    pad_id = model.transformer.pad_token_id
+    merged: dict[str, Any] = {k: v for k, v in moved[0].items() if not isinstance(v, Tensor)}
+    for key in (k for k, v in moved[0].items() if isinstance(v, Tensor)):
+        fill = pad_id if key == "input_ids" else 0
+        merged[key] = torch.cat([F.pad(f[key], (0, width - f[key].shape[1]), value=fill) for f in moved])
+    vectors = model(merged)["sentence_embedding"]
+    return list(torch.split(vectors, [f["input_ids"].shape[0] for f in moved]))
+
+
+def _mergeable(features: Sequence[dict[str, Any]]) -> bool:
+    first = features[0]
+    tensors = {k for k, v in first.items() if isinstance(v, Tensor)}
+    if "input_ids" not in tensors or any(first[k].dim() != 2 for k in tensors):
+        return False
+    for other in features[1:]:
+        if {k for k, v in other.items() if isinstance(v, Tensor)} != tensors:
+            return False
+        if any(other[k] != first[k] for k in first if k not in tensors):
+            return False
+    return True
 
 
 def _cosine_distance(a: Tensor, b: Tensor) -> Tensor:

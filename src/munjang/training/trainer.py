@@ -169,6 +169,7 @@ class Trainer:
         set_seed(args.seed)
         device = self.model.device
         mixed = resolve_mixed_precision(args.mixed_precision, device)
+        _release_accelerator_state()
         # Some parameters never get a gradient (BERT's pooler head; another task's classifier in
         # multi-task runs), which DDP must be told about.
         ddp = DistributedDataParallelKwargs(find_unused_parameters=True)
@@ -178,7 +179,7 @@ class Trainer:
         if args.freeze_word_embeddings:
             self.model.transformer.auto_model.get_input_embeddings().weight.requires_grad_(False)
         tasks = _Tasks(self.losses)
-        optimizer = torch.optim.AdamW(self._parameter_groups(tasks), lr=args.learning_rate)
+        optimizer = _adamw(self._parameter_groups(tasks), args.learning_rate)
         total = self.total_steps(world)
         scheduler = _linear_schedule(optimizer, int(total * args.warmup_ratio), total)
         tasks, optimizer = accelerator.prepare(tasks, optimizer)
@@ -410,6 +411,26 @@ class Trainer:
             args=self.args,
             metrics=dict(metrics or {}),
         )
+
+
+def _adamw(groups: list[dict[str, Any]], lr: float) -> torch.optim.AdamW:
+    """AdamW with the fused kernel (one pass over all tensors) where torch has it, else the loop."""
+    try:
+        return torch.optim.AdamW(groups, lr=lr, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(groups, lr=lr)
+
+
+def _release_accelerator_state() -> None:
+    """Let a second training run in the same process pick its own precision.
+
+    accelerate keeps one process-wide state and refuses a new Accelerator whose mixed precision
+    differs from the first; the per-run part can be reset safely (the process group is kept).
+    """
+    from accelerate.state import AcceleratorState
+
+    if AcceleratorState._shared_state:
+        AcceleratorState._reset_state(reset_partial_state=False)
 
 
 def _linear_schedule(
