@@ -8,6 +8,7 @@ and `labels` is a tensor with one entry per example (or None for losses that nee
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,7 +91,7 @@ def distance_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
     return DISTANCE_METRICS[name]
 
 
-class SentenceLoss(nn.Module):
+class SentenceLoss(nn.Module, ABC):
     """Base of the munjang losses: embeds each column once, then `compute_from_embeddings`.
 
     Subclasses set `min_columns` / `max_columns` (None: no upper bound), `needs_labels` (whether
@@ -113,9 +114,9 @@ class SentenceLoss(nn.Module):
         self.check_columns(len(sentence_features))
         return self.compute_from_embeddings(embed(self.model, sentence_features), labels)
 
+    @abstractmethod
     def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss from one (batch, dim) embedding tensor per column."""
-        raise NotImplementedError
 
     def check_columns(self, count: int) -> None:
         """Raise ValueError when a batch has a number of columns this loss cannot use."""
