@@ -4,27 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cli_helpers import run_cli
 from munjang import SentenceEncoder
-from munjang.cli import main
 
-
-def run(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["munjang", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 LINES = ["첫 번째 문장입니다.", "The second sentence.", "", "세 번째"]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from munjang.cli import main
+from cli_helpers import run_cli
 from munjang.errors import DataFormatError
 from munjang.training import config as train_config
 from munjang.training.config import ConfigError, build, load_config
@@ -19,17 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 STS_HEADER = "genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2"
 
 
-def run(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["munjang", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def write_sts(path: Path, n: int, offset: int = 0) -> Path:

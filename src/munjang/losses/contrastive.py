@@ -43,7 +43,28 @@ def warn_if_not_binary(loss_name: str, labels: Tensor) -> None:
         )
 
 
-class ContrastiveLoss(SentenceLoss):
+class PairDistanceLoss(SentenceLoss):
+    """Shared by the contrastive losses: (u, v) pairs with a 0/1 label and a distance metric."""
+
+    def __init__(self, model: SentenceEncoder, distance_metric: str, margin: float) -> None:
+        super().__init__(model)
+        self.distance = distance_function(distance_metric)
+        self.distance_metric = distance_metric
+        self.margin = margin
+        self._labels_checked = False
+
+    def pair_distances(self, embeddings: list[Tensor], labels: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Distances of the (u, v) pairs and their 0/1 labels (warning once if labels are not binary)."""
+        self.check_columns(len(embeddings))
+        u, v = embeddings
+        labels = self.check_labels(labels, u.shape[0]).to(u.device)
+        if not self._labels_checked:
+            self._labels_checked = True
+            warn_if_not_binary(type(self).__name__, labels)
+        return self.distance(u, v), labels
+
+
+class ContrastiveLoss(PairDistanceLoss):
     """Pull pairs labelled 1 (similar) together, push pairs labelled 0 (dissimilar) past `margin`."""
 
     citation = HADSELL_CITATION
@@ -55,22 +76,12 @@ class ContrastiveLoss(SentenceLoss):
         margin: float = 0.5,
         size_average: bool = True,
     ) -> None:
-        super().__init__(model)
-        self.distance = distance_function(distance_metric)
-        self.distance_metric = distance_metric
-        self.margin = margin
+        super().__init__(model, distance_metric, margin)
         self.size_average = size_average
-        self._labels_checked = False
 
     def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
-        self.check_columns(len(embeddings))
-        u, v = embeddings
-        labels = self.check_labels(labels, u.shape[0]).to(u.device)
-        if not self._labels_checked:
-            self._labels_checked = True
-            warn_if_not_binary(type(self).__name__, labels)
-        y = labels.to(u.dtype)
-        distances = self.distance(u, v)
+        distances, labels = self.pair_distances(embeddings, labels)
+        y = labels.to(distances.dtype)
         losses = 0.5 * (y * distances.pow(2) + (1 - y) * F.relu(self.margin - distances).pow(2))
         return losses.mean() if self.size_average else losses.sum()
 

@@ -21,28 +21,17 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..encoder import SentenceEncoder
-from .base import SentenceLoss, distance_function
-from .contrastive import warn_if_not_binary
+from .contrastive import PairDistanceLoss
 
 
-class OnlineContrastiveLoss(SentenceLoss):
+class OnlineContrastiveLoss(PairDistanceLoss):
     """Contrastive loss on hard positives (label 1) and hard negatives (label 0) of the batch."""
 
     def __init__(self, model: SentenceEncoder, distance_metric: str = "cosine", margin: float = 0.5) -> None:
-        super().__init__(model)
-        self.distance = distance_function(distance_metric)
-        self.distance_metric = distance_metric
-        self.margin = margin
-        self._labels_checked = False
+        super().__init__(model, distance_metric, margin)
 
     def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
-        self.check_columns(len(embeddings))
-        u, v = embeddings
-        labels = self.check_labels(labels, u.shape[0]).to(u.device)
-        if not self._labels_checked:
-            self._labels_checked = True
-            warn_if_not_binary(type(self).__name__, labels)
-        distances = self.distance(u, v)
+        distances, labels = self.pair_distances(embeddings, labels)
         negatives = distances[labels == 0]
         positives = distances[labels == 1]
         hard_negatives = negatives[negatives < (positives.max() if len(positives) else negatives.mean())]
