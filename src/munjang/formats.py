@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelLoadError
-from .modules import Dense, Module, Normalize, Pooling, Transformer
+from .modules import Dense, Dropout, Module, Normalize, Pooling, Transformer
 from .modules.base import read_json, write_json
 
 MODULE_CLASSES: dict[str, type[Module]] = {
     "Transformer": Transformer,
     "Pooling": Pooling,
     "Dense": Dense,
+    "Dropout": Dropout,
     "Normalize": Normalize,
 }
 # Old sentence-transformers names for the transformer module.
@@ -63,7 +64,7 @@ class EncoderSettings:
         write_json(
             folder / "config_sentence_transformers.json",
             {
-                "__version__": _versions(),
+                "__version__": library_versions(),
                 "prompts": self.prompts,
                 "default_prompt_name": self.default_prompt_name,
                 "similarity_fn_name": self.similarity_fn_name,
@@ -71,7 +72,7 @@ class EncoderSettings:
         )
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
     out = {}
     for package in ("munjang", "transformers", "torch"):
         try:
@@ -79,6 +80,19 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
             out[package] = "unknown"
     return out
+
+
+def is_cross_encoder_folder(folder: Path) -> bool:
+    """Whether a model folder holds a cross-encoder (sentence-transformers marks it, or a
+    `*ForSequenceClassification` checkpoint) rather than a sentence encoder."""
+    settings = folder / "config_sentence_transformers.json"
+    if settings.exists() and read_json(settings).get("model_type") == "CrossEncoder":
+        return True
+    config = folder / "config.json"
+    if config.exists() and not (folder / "modules.json").exists():
+        architectures = read_json(config).get("architectures") or []
+        return any(str(a).endswith("ForSequenceClassification") for a in architectures)
+    return False
 
 
 def module_class(type_name: str) -> type[Module]:
@@ -103,7 +117,7 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
     for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
         cls = module_class(str(entry.get("type", "")))
         sub = folder / str(entry.get("path", ""))
-        if cls is not Normalize and not sub.is_dir():
+        if cls not in (Normalize, Dropout) and not sub.is_dir():
             raise ModelLoadError(
                 f"{folder}: module folder {entry.get('path')!r} listed in modules.json is missing"
             )

@@ -2,17 +2,26 @@
 
 from .examples import sts_examples
 from .nli import NLI_LABELS, NLIData, TripletExamples, nli_pair_examples, nli_triplet_examples, read_nli
-from .parallel import ParallelData, align_stsb_korsts, read_parallel, split_parallel
+from .parallel import (
+    AlignedSTSPair,
+    ParallelData,
+    align_sts_pairs,
+    align_stsb_korsts,
+    read_parallel,
+    split_parallel,
+)
 from .sts import STSData, read_sts
 from .table import read_table
 from .texts import read_texts
 
 __all__ = [
     "NLI_LABELS",
+    "AlignedSTSPair",
     "NLIData",
     "ParallelData",
     "STSData",
     "TripletExamples",
+    "align_sts_pairs",
     "align_stsb_korsts",
     "nli_pair_examples",
     "nli_triplet_examples",

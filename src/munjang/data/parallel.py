@@ -2,6 +2,7 @@
 
 - `read_parallel`: a TSV/CSV or JSON Lines file with one source sentence and one target sentence per row.
 - `align_stsb_korsts`: English-Korean pairs from the STS Benchmark and KorSTS, which translates it row by row.
+- `align_sts_pairs`: the same alignment kept per scored pair, for cross-lingual STS training.
 - `split_parallel`: a reproducible held-out part, e.g. for `TranslationEvaluator` or `MSEEvaluator`.
 
 STSb/KorSTS alignment, as found in the shared files: in every split (train, dev, test) the key
@@ -118,26 +119,26 @@ def _sts_rows(path: str | os.PathLike[str], korsts: bool) -> list[_STSRow]:
     return out
 
 
-def align_stsb_korsts(
-    stsb_path: str | os.PathLike[str],
-    korsts_path: str | os.PathLike[str],
-    *,
-    strict: bool = True,
-) -> ParallelData:
-    """English-to-Korean sentence pairs from an STSb file and the KorSTS file of the same split.
+@dataclass(frozen=True)
+class AlignedSTSPair:
+    """One STS pair in English (STSb) and in Korean (KorSTS), with its gold score (0-5)."""
 
-    Rows are matched on (genre, filename, year, id), with the genre spellings ``main-forum`` and
-    ``main-forums`` taken as one; if a key occurs several times in a file, its occurrences are matched
-    in order. Each matched row gives two pairs (sentence1_en -> sentence1_ko, sentence2_en ->
-    sentence2_ko), in STSb row order, stripped of surrounding whitespace; repeated identical pairs are
-    kept once.
+    english: tuple[str, str]
+    korean: tuple[str, str]
+    score: float
 
-    With `strict=True` (the default) a row without a partner, or a matched row whose scores differ (a
-    sign that the files are not translations of each other), raises DataFormatError naming the file and
-    line. With `strict=False` such rows are left out. Either way `info` counts them: ``rows`` (matched),
-    ``unmatched_stsb``, ``unmatched_korsts``, ``score_mismatches``, ``pairs`` (before removing repeats)
-    and ``duplicate_pairs``.
-    """
+
+@dataclass
+class _Alignment:
+    matched: list[tuple[_STSRow, _STSRow]]
+    unmatched_stsb: int
+    unmatched_korsts: int
+    score_mismatches: int
+
+
+def _align_rows(
+    stsb_path: str | os.PathLike[str], korsts_path: str | os.PathLike[str], strict: bool
+) -> _Alignment:
     english = _sts_rows(stsb_path, korsts=False)
     korean = _sts_rows(korsts_path, korsts=True)
     by_key: dict[tuple[str, str, str, str], list[_STSRow]] = defaultdict(list)
@@ -174,19 +175,63 @@ def align_stsb_korsts(
             f"{os.fspath(korsts_path)} line {extra.line}: no STSb row with key {extra.key} "
             f"in {os.fspath(stsb_path)}"
         )
+    if not matched:
+        raise DataFormatError(
+            f"{os.fspath(stsb_path)} and {os.fspath(korsts_path)}: no rows could be aligned"
+        )
+    return _Alignment(matched, unmatched_en, unmatched_ko, mismatches)
+
+
+def align_sts_pairs(
+    stsb_path: str | os.PathLike[str],
+    korsts_path: str | os.PathLike[str],
+    *,
+    strict: bool = True,
+) -> list[AlignedSTSPair]:
+    """Row-by-row STSb/KorSTS alignment: each scored pair in both languages, in STSb row order.
+
+    Matching and errors are as in `align_stsb_korsts`. This is the data for cross-lingual STS training:
+    the English pair, the Korean pair and the mixed pairs (English sentence1 with Korean sentence2 and
+    the reverse) all carry the same gold score.
+    """
+    alignment = _align_rows(stsb_path, korsts_path, strict)
+    return [
+        AlignedSTSPair((en.sentence1, en.sentence2), (ko.sentence1, ko.sentence2), en.score)
+        for en, ko in alignment.matched
+    ]
+
+
+def align_stsb_korsts(
+    stsb_path: str | os.PathLike[str],
+    korsts_path: str | os.PathLike[str],
+    *,
+    strict: bool = True,
+) -> ParallelData:
+    """English-to-Korean sentence pairs from an STSb file and the KorSTS file of the same split.
+
+    Rows are matched on (genre, filename, year, id), with the genre spellings ``main-forum`` and
+    ``main-forums`` taken as one; if a key occurs several times in a file, its occurrences are matched
+    in order. Each matched row gives two pairs (sentence1_en -> sentence1_ko, sentence2_en ->
+    sentence2_ko), in STSb row order, stripped of surrounding whitespace; repeated identical pairs are
+    kept once.
+
+    With `strict=True` (the default) a row without a partner, or a matched row whose scores differ (a
+    sign that the files are not translations of each other), raises DataFormatError naming the file and
+    line. With `strict=False` such rows are left out. Either way `info` counts them: ``rows`` (matched),
+    ``unmatched_stsb``, ``unmatched_korsts``, ``score_mismatches``, ``pairs`` (before removing repeats)
+    and ``duplicate_pairs``.
+    """
+    alignment = _align_rows(stsb_path, korsts_path, strict)
+    matched = alignment.matched
     pairs: dict[tuple[str, str], None] = {}
     for en, ko in matched:
         pairs.setdefault((en.sentence1, ko.sentence1))
         pairs.setdefault((en.sentence2, ko.sentence2))
-    if not pairs:
-        raise DataFormatError(
-            f"{os.fspath(stsb_path)} and {os.fspath(korsts_path)}: no rows could be aligned"
-        )
     info = {
         "rows": len(matched),
-        "unmatched_stsb": unmatched_en,
-        "unmatched_korsts": unmatched_ko,
-        "score_mismatches": mismatches,
+        "unmatched_stsb": alignment.unmatched_stsb,
+        "unmatched_korsts": alignment.unmatched_korsts,
+        "score_mismatches": alignment.score_mismatches,
         "pairs": 2 * len(matched),
         "duplicate_pairs": 2 * len(matched) - len(pairs),
     }

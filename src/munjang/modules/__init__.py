@@ -2,8 +2,9 @@
 
 from .base import Module
 from .dense import Dense
+from .dropout import Dropout
 from .normalize import Normalize
 from .pooling import POOLING_MODES, Pooling, pool
 from .transformer import Transformer
 
-__all__ = ["POOLING_MODES", "Dense", "Module", "Normalize", "Pooling", "Transformer", "pool"]
+__all__ = ["POOLING_MODES", "Dense", "Dropout", "Module", "Normalize", "Pooling", "Transformer", "pool"]

@@ -25,12 +25,12 @@ _SAFE_ACTIVATIONS: dict[str, type[nn.Module]] = {
 _SAFE_ACTIVATIONS["torch.nn.modules.linear.Identity"] = nn.Identity
 
 
-def _activation_name(activation: nn.Module) -> str:
+def activation_name(activation: nn.Module) -> str:
     cls = type(activation)
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _activation_from_name(name: str | None, trust_remote_code: bool) -> nn.Module:
+def activation_from_name(name: str | None, trust_remote_code: bool) -> nn.Module:
     if name is None:
         return nn.Identity()
     if name in _SAFE_ACTIVATIONS:
@@ -46,7 +46,11 @@ def _activation_from_name(name: str | None, trust_remote_code: bool) -> nn.Modul
 
 
 class Dense(Module):
-    """Linear layer plus activation on `sentence_embedding` (Tanh by default, as in sentence-transformers)."""
+    """Linear layer plus activation on `sentence_embedding` (Tanh by default, as in sentence-transformers).
+
+    `output_name` is the feature it writes: `sentence_embedding`, or `scores` for the last layer of a
+    cross-encoder head (sentence-transformers >= 6 calls it `module_output_name`).
+    """
 
     st_type: ClassVar[str] = "sentence_transformers.models.Dense"
     folder_name: ClassVar[str] = "2_Dense"
@@ -57,8 +61,14 @@ class Dense(Module):
         out_features: int,
         bias: bool = True,
         activation: nn.Module | None = None,
+        output_name: str = "sentence_embedding",
     ) -> None:
         super().__init__()
+        if output_name not in ("sentence_embedding", "scores"):
+            raise ValueError(
+                f"Dense output_name must be 'sentence_embedding' or 'scores', not {output_name!r}"
+            )
+        self.output_name = output_name
         self.in_features = in_features
         self.out_features = out_features
         self.bias = bias
@@ -70,16 +80,20 @@ class Dense(Module):
         return self.out_features
 
     def forward(self, features: Features) -> Features:
-        features["sentence_embedding"] = self.activation(self.linear(features["sentence_embedding"]))
+        features[self.output_name] = self.activation(self.linear(features["sentence_embedding"]))
         return features
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {
+        config: dict[str, Any] = {
             "in_features": self.in_features,
             "out_features": self.out_features,
             "bias": self.bias,
-            "activation_function": _activation_name(self.activation),
+            "activation_function": activation_name(self.activation),
         }
+        if self.output_name != "sentence_embedding":  # classic readers do not know these keys
+            config["module_input_name"] = "sentence_embedding"
+            config["module_output_name"] = self.output_name
+        return config
 
     def save(self, path: str | Path) -> None:
         from safetensors.torch import save_file
@@ -94,12 +108,20 @@ class Dense(Module):
     def load(cls, path: str | Path, trust_remote_code: bool = False, **kwargs: Any) -> Dense:
         path = Path(path)
         config = read_json(path / "config.json")
-        activation = _activation_from_name(config.get("activation_function"), trust_remote_code)
+        activation = activation_from_name(config.get("activation_function"), trust_remote_code)
+        source = config.get("module_input_name", "sentence_embedding")
+        output = config.get("module_output_name") or "sentence_embedding"
+        if source != "sentence_embedding" or output not in ("sentence_embedding", "scores"):
+            raise ModelLoadError(
+                f"{path}: Dense reads {source!r} and writes {output!r}; munjang supports "
+                "sentence_embedding -> sentence_embedding or scores"
+            )
         module = cls(
             int(config["in_features"]),
             int(config["out_features"]),
             bool(config.get("bias", True)),
             activation,
+            output,
         )
         weights = path / "model.safetensors"
         if weights.exists():
@@ -117,4 +139,5 @@ class Dense(Module):
         return module
 
     def extra_repr(self) -> str:
-        return f"{self.in_features} -> {self.out_features}, activation={type(self.activation).__name__}"
+        out = f", output={self.output_name}" if self.output_name != "sentence_embedding" else ""
+        return f"{self.in_features} -> {self.out_features}, activation={type(self.activation).__name__}{out}"

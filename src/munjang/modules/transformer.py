@@ -2,6 +2,11 @@
 
 Tokenization and padding are split on purpose: the encoder tokenizes every input once (without
 padding) to sort by true token length, then pads each batch only to its own longest member.
+
+With `task="sequence-classification"` the backbone is an `AutoModelForSequenceClassification` and the
+module produces `scores` (its logits) instead of token vectors: a cross-encoder with the checkpoint's
+own head, written the way sentence-transformers >= 6 writes it (`transformer_task` in
+sentence_bert_config.json).
 """
 
 from __future__ import annotations
@@ -19,6 +24,29 @@ from .base import Features, Module, read_json, write_json
 
 # Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
 _NO_LIMIT = 1_000_000
+
+TASKS = ("feature-extraction", "sequence-classification")
+
+
+def pad_batch(
+    encoded: dict[str, list[list[int]]], rows: Sequence[int] | np.ndarray, pad_token_id: int
+) -> dict[str, torch.Tensor]:
+    """Pad the chosen rows of `encoded` to their longest member and build the attention mask."""
+    ids = [encoded["input_ids"][i] for i in rows]
+    width = max((len(x) for x in ids), default=0)
+    input_ids = np.full((len(ids), width), pad_token_id, dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for r, seq in enumerate(ids):
+        input_ids[r, : len(seq)] = seq
+        mask[r, : len(seq)] = 1
+    batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask)}
+    if "token_type_ids" in encoded:
+        types = np.zeros((len(ids), width), dtype=np.int64)
+        for r, i in enumerate(rows):
+            seq = encoded["token_type_ids"][i]
+            types[r, : len(seq)] = seq
+        batch["token_type_ids"] = torch.from_numpy(types)
+    return batch
 
 
 def _check_safetensors(folder: Path) -> None:
@@ -50,7 +78,8 @@ class Transformer(Module):
     """A Hugging Face encoder and its tokenizer; produces `token_embeddings`.
 
     `max_seq_length` is the truncation length in tokens (special tokens included);
-    `do_lower_case` lower-cases text before tokenizing, for models trained that way.
+    `do_lower_case` lower-cases text before tokenizing, for models trained that way; `task` is
+    "feature-extraction" (token vectors) or "sequence-classification" (the checkpoint's logits as `scores`).
     """
 
     st_type: ClassVar[str] = "sentence_transformers.models.Transformer"
@@ -62,11 +91,15 @@ class Transformer(Module):
         tokenizer: Any,
         max_seq_length: int | None = None,
         do_lower_case: bool = False,
+        task: str = "feature-extraction",
     ) -> None:
         super().__init__()
+        if task not in TASKS:
+            raise ValueError(f"unknown transformer task {task!r}; choose from {', '.join(TASKS)}")
         self.auto_model = model
         self.tokenizer = tokenizer
         self.do_lower_case = do_lower_case
+        self.task = task
         self._tokenizer_lock = threading.Lock()
         limit = self._model_limit()
         self.max_seq_length: int = min(max_seq_length, limit) if max_seq_length else limit
@@ -120,34 +153,60 @@ class Transformer(Module):
             out["token_type_ids"] = enc["token_type_ids"]
         return out
 
+    def tokenize_pairs(
+        self, firsts: Sequence[str], seconds: Sequence[str], truncate: bool = True
+    ) -> dict[str, list[list[int]]]:
+        """Token ids of text pairs, `[CLS] a [SEP] b [SEP]` (segment ids where the model uses them).
+
+        Truncation takes tokens from the longer text of a pair first, so both keep some context.
+        """
+        if not firsts:
+            empty: dict[str, list[list[int]]] = {"input_ids": []}
+            if self._wants_token_type_ids:
+                empty["token_type_ids"] = []
+            return empty
+        if self.do_lower_case:
+            firsts = [t.lower() for t in firsts]
+            seconds = [t.lower() for t in seconds]
+        with self._tokenizer_lock:
+            enc = self.tokenizer(
+                list(firsts),
+                list(seconds),
+                padding=False,
+                truncation="longest_first" if truncate else False,
+                max_length=self.max_seq_length if truncate else None,
+                return_attention_mask=False,
+                return_token_type_ids=self._wants_token_type_ids,
+                verbose=False,
+            )
+        out = {"input_ids": enc["input_ids"]}
+        if self._wants_token_type_ids:
+            out["token_type_ids"] = enc["token_type_ids"]
+        return out
+
     def collate(
         self, encoded: dict[str, list[list[int]]], rows: Sequence[int] | np.ndarray
     ) -> dict[str, torch.Tensor]:
         """Pad the chosen rows of `encoded` to their longest member and build the attention mask."""
-        ids = [encoded["input_ids"][i] for i in rows]
-        width = max((len(x) for x in ids), default=0)
-        input_ids = np.full((len(ids), width), self.pad_token_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for r, seq in enumerate(ids):
-            input_ids[r, : len(seq)] = seq
-            mask[r, : len(seq)] = 1
-        batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask)}
-        if "token_type_ids" in encoded:
-            types = np.zeros((len(ids), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                seq = encoded["token_type_ids"][i]
-                types[r, : len(seq)] = seq
-            batch["token_type_ids"] = torch.from_numpy(types)
-        return batch
+        return pad_batch(encoded, rows, self.pad_token_id)
 
     def forward(self, features: Features) -> Features:
         inputs = {k: features[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in features}
         output = self.auto_model(**inputs, return_dict=True)
-        features["token_embeddings"] = output.last_hidden_state
+        if self.task == "sequence-classification":
+            features["scores"] = output.logits
+        else:
+            features["token_embeddings"] = output.last_hidden_state
         return features
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case}
+        config: dict[str, Any] = {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case}
+        if self.task != "feature-extraction":
+            # The keys sentence-transformers >= 6 reads to build the same module.
+            config["transformer_task"] = self.task
+            config["modality_config"] = {"text": {"method": "forward", "method_output_name": "logits"}}
+            config["module_output_name"] = "scores"
+        return config
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -165,14 +224,17 @@ class Transformer(Module):
         max_seq_length: int | None = None,
         model_kwargs: dict[str, Any] | None = None,
         tokenizer_kwargs: dict[str, Any] | None = None,
+        task: str | None = None,
+        config_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Transformer:
         """Load backbone and tokenizer from a folder holding `config.json` and weights.
 
         Weights come from safetensors; a folder with only `pytorch_model.bin` is read through
-        torch's weights-only unpickler (tensors only, no code runs).
+        torch's weights-only unpickler (tensors only, no code runs). `task` overrides the folder's
+        `transformer_task`; `config_kwargs` (e.g. `num_labels`) update the model config.
         """
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
         path = Path(path)
         if not (path / "config.json").exists():
@@ -184,10 +246,18 @@ class Transformer(Module):
         st_file = path / "sentence_bert_config.json"
         st_config = read_json(st_file) if st_file.exists() else {}
         read_json(path / "config.json")  # names the file if it is not valid JSON
+        task = task or str(st_config.get("transformer_task", "feature-extraction"))
+        if task not in TASKS:
+            raise ModelLoadError(
+                f"{st_file}: transformer_task {task!r} is not supported (use one of {TASKS})"
+            )
+        auto_class = AutoModelForSequenceClassification if task == "sequence-classification" else AutoModel
         try:
-            config = AutoConfig.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+            config = AutoConfig.from_pretrained(
+                str(path), trust_remote_code=trust_remote_code, **(config_kwargs or {})
+            )
             _quiet_transformers()
-            model = AutoModel.from_pretrained(
+            model = auto_class.from_pretrained(
                 str(path),
                 config=config,
                 trust_remote_code=trust_remote_code,
@@ -207,10 +277,11 @@ class Transformer(Module):
             tok_max = getattr(tokenizer, "model_max_length", None)
             max_len = tok_max if tok_max and tok_max < _NO_LIMIT else None
         model.eval()
-        return cls(model, tokenizer, max_len, bool(st_config.get("do_lower_case", False)))
+        return cls(model, tokenizer, max_len, bool(st_config.get("do_lower_case", False)), task)
 
     def extra_repr(self) -> str:
         return (
             f"architecture={type(self.auto_model).__name__}, max_seq_length={self.max_seq_length}, "
             f"do_lower_case={self.do_lower_case}"
+            + (f", task={self.task}" if self.task != "feature-extraction" else "")
         )

@@ -2,6 +2,7 @@
 
 from .args import TrainingArguments
 from .examples import Example
+from .hard_negatives import mine_hard_negatives
 from .trainer import Trainer
 
-__all__ = ["Example", "Trainer", "TrainingArguments"]
+__all__ = ["Example", "Trainer", "TrainingArguments", "mine_hard_negatives"]

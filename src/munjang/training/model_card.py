@@ -28,21 +28,42 @@ def write_model_card(
     """Write `folder/README.md` describing how the model in `folder` was trained."""
     info = model.describe()
     base = getattr(model, "base_model", None) or "unknown"
+    cross = info.get("kind") == "cross-encoder"
+    if cross:
+        header = [
+            "---",
+            "library_name: munjang",
+            "pipeline_tag: text-ranking",
+            "tags: [sentence-transformers, cross-encoder, munjang]",
+            "---",
+            "",
+            "# Cross-encoder trained with munjang",
+            "",
+            f"- Base model: `{base}`",
+            f"- Architecture: {info['architecture']}, {info['layers']} layers, {info['head']} head, "
+            f"{info['num_labels']} label(s), activation {info['activation']}, "
+            f"max length {info['max_seq_length']}",
+            "",
+        ]
+    else:
+        header = [
+            "---",
+            "library_name: munjang",
+            "pipeline_tag: sentence-similarity",
+            "tags: [sentence-transformers, sentence-similarity, munjang]",
+            "---",
+            "",
+            "# Sentence encoder trained with munjang",
+            "",
+            f"- Base model: `{base}`",
+            f"- Architecture: {info['architecture']}, {info['layers']} layers, "
+            f"{info['embedding_dimension']}-dim embeddings, pooling `{info['pooling']}`, "
+            f"normalize: {info['normalize']}, max length {info['max_seq_length']}",
+            f"- Similarity function: {info['similarity_fn_name']}; prompts: {info['prompts'] or 'none'}",
+            "",
+        ]
     lines = [
-        "---",
-        "library_name: munjang",
-        "pipeline_tag: sentence-similarity",
-        "tags: [sentence-transformers, sentence-similarity, munjang]",
-        "---",
-        "",
-        "# Sentence encoder trained with munjang",
-        "",
-        f"- Base model: `{base}`",
-        f"- Architecture: {info['architecture']}, {info['layers']} layers, "
-        f"{info['embedding_dimension']}-dim embeddings, pooling `{info['pooling']}`, "
-        f"normalize: {info['normalize']}, max length {info['max_seq_length']}",
-        f"- Similarity function: {info['similarity_fn_name']}; prompts: {info['prompts'] or 'none'}",
-        "",
+        *header,
         "## Training data",
         "",
     ]
@@ -65,10 +86,13 @@ def write_model_card(
         "",
         "```python",
         "import munjang",
-        f'encoder = munjang.load_encoder("{folder.name}")',
+        f'model = munjang.load_cross_encoder("{folder.name}")'
+        if cross
+        else f'encoder = munjang.load_encoder("{folder.name}")',
         "```",
         "",
-        "The folder is in the sentence-transformers layout, so `SentenceTransformer(path)` loads it too.",
+        "The folder is in the sentence-transformers layout, so "
+        f"`{'CrossEncoder' if cross else 'SentenceTransformer'}(path)` loads it too.",
         "",
     ]
     (folder / "README.md").write_text("\n".join(lines), encoding="utf-8")

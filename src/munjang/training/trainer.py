@@ -1,4 +1,5 @@
-"""Trainer: fine-tune a SentenceEncoder with one loss or several (multi-task), on one process or many.
+"""Trainer: fine-tune a SentenceEncoder or a CrossEncoder with one loss or several (multi-task), on one
+process or many.
 
 Built on `accelerate` for device placement, DDP (`torchrun`) and mixed precision; the loop itself,
 the batch plan and the checkpoints are munjang's, so that a resumed run is bit-for-bit the run that
@@ -19,7 +20,6 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..encoder import SentenceEncoder
 from .args import TrainingArguments
 from .checkpoint import (
     LoopState,
@@ -34,12 +34,31 @@ from .examples import Example
 from .model_card import write_model_card
 
 
+class TrainableModel(Protocol):
+    """What the trainer needs from a model (`SentenceEncoder` and `CrossEncoder` both provide it)."""
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def to(self, device: Any) -> Any: ...
+
+    def training_features(
+        self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    def word_embeddings(self) -> nn.Module: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def save(self, path: Any) -> None: ...
+
+
 class Evaluator(Protocol):
-    """Anything that scores an encoder: returns named metrics and names its primary one."""
+    """Anything that scores a model: returns named metrics and names its primary one."""
 
     primary_metric: str | None
 
-    def __call__(self, encoder: SentenceEncoder) -> dict[str, float]: ...
+    def __call__(self, model: Any) -> dict[str, float]: ...
 
 
 class _Tasks(nn.Module):
@@ -95,7 +114,7 @@ class Trainer:
 
     def __init__(
         self,
-        model: SentenceEncoder,
+        model: TrainableModel,
         loss: nn.Module | Mapping[str, nn.Module],
         train_data: Sequence[Example] | Mapping[str, Sequence[Example]],
         evaluator: Evaluator | None = None,
@@ -177,14 +196,14 @@ class Trainer:
         self.model.to(accelerator.device)
         world, rank = accelerator.num_processes, accelerator.process_index
         if args.freeze_word_embeddings:
-            self.model.transformer.auto_model.get_input_embeddings().weight.requires_grad_(False)
+            for param in self.model.word_embeddings().parameters():
+                param.requires_grad_(False)
         tasks = _Tasks(self.losses)
         optimizer = _adamw(self._parameter_groups(tasks), args.learning_rate)
         total = self.total_steps(world)
         scheduler = _linear_schedule(optimizer, int(total * args.warmup_ratio), total)
         tasks, optimizer = accelerator.prepare(tasks, optimizer)
         unwrapped: _Tasks = accelerator.unwrap_model(tasks)
-        prompt = self.model._prompt_text(args.prompt_name, None)
 
         loop = LoopState()
         if resume_from_checkpoint:
@@ -219,9 +238,7 @@ class Trainer:
                     last_micro = (
                         micro == args.gradient_accumulation_steps or loop.plan_position + micro == len(plan)
                     )
-                    loss_value = self._forward_backward(
-                        accelerator, tasks, task, batch, prompt, micro, last_micro
-                    )
+                    loss_value = self._forward_backward(accelerator, tasks, task, batch, micro, last_micro)
                     window.append(loss_value)
                     if not last_micro:
                         continue
@@ -291,19 +308,17 @@ class Trainer:
         tasks: nn.Module,
         task: str,
         batch: list[Example],
-        prompt: str,
         micro: int,
         last_micro: bool,
     ) -> float:
         columns = len(batch[0].texts)
         if any(len(ex.texts) != columns for ex in batch):
             raise ValueError(f"data set {task!r} mixes examples with different numbers of texts")
-        features = []
-        for c in range(columns):
-            tokens = self.model.tokenize([ex.texts[c] for ex in batch], prompt=prompt)
-            features.append(
-                {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in tokens.items()}
-            )
+        texts = [[ex.texts[c] for ex in batch] for c in range(columns)]
+        features = [
+            {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in tokens.items()}
+            for tokens in self.model.training_features(texts, self.args.prompt_name)
+        ]
         labels = _labels(batch)
         if labels is not None:
             labels = labels.to(accelerator.device)

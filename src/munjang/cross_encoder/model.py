@@ -1,0 +1,307 @@
+"""CrossEncoder: both texts of a pair in one pass (`[CLS] a [SEP] b [SEP]`) -> a score or class logits.
+
+More accurate than comparing two sentence vectors, because every token of one text attends to every
+token of the other, but it runs once per pair: use it to re-order a bi-encoder's candidates.
+
+Two heads, both saved in the layout sentence-transformers' `CrossEncoder` reads:
+
+- the checkpoint's own `*ForSequenceClassification` head (`head="native"`, and what a folder that
+  has one loads with): one `Transformer` module with `task="sequence-classification"`;
+- the SBERT paper's head on the [CLS] vector of any backbone (`head="seeds"`, the default for a plain
+  encoder): dropout -> dense -> GELU -> dropout -> projection to `num_labels`, as the modules
+  Pooling(cls), Dropout, Dense(GELU), Dropout, Dense(-> scores). sentence-transformers >= 6 loads it.
+
+`num_labels == 1` gives a relevance / similarity score (sigmoid by default in `predict`);
+`num_labels > 1` gives class logits (softmax with `apply_softmax=True`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from ..devices import resolve_device
+from ..errors import InputTooLongError
+from ..formats import library_versions, write_modules
+from ..modules import Dense, Dropout, Module, Pooling, Transformer
+from ..modules.base import read_json, write_json
+from ..modules.dense import activation_name
+
+PROGRESS_BAR_MIN_PAIRS = 1024
+HEADS = ("auto", "native", "seeds")
+
+Pair = tuple[str, str]
+
+
+def default_activation(num_labels: int) -> nn.Module:
+    """Sigmoid for a single score (a probability-like relevance), identity for class logits."""
+    return nn.Sigmoid() if num_labels == 1 else nn.Identity()
+
+
+def seeds_head(hidden_size: int, num_labels: int, dropout: float, init_std: float) -> list[Module]:
+    """The SBERT cross-encoder head on the [CLS] vector: dropout, dense, GELU, dropout, projection."""
+    dense = Dense(hidden_size, hidden_size, activation=nn.GELU())
+    projection = Dense(hidden_size, num_labels, activation=nn.Identity(), output_name="scores")
+    for layer in (dense.linear, projection.linear):
+        nn.init.normal_(layer.weight, std=init_std)
+        nn.init.zeros_(layer.bias)
+    return [Pooling(hidden_size, "cls"), Dropout(dropout), dense, Dropout(dropout), projection]
+
+
+class CrossEncoder(nn.Sequential):
+    """A transformer that reads a pair of texts and outputs `num_labels` logits (`features["scores"]`).
+
+    Build one with `load_cross_encoder`. The first module is a `Transformer`; the last one writes
+    `scores`. `activation` is what `predict` applies to the logits unless told otherwise.
+    """
+
+    is_cross_encoder = True
+    activation: nn.Module
+
+    def __init__(
+        self,
+        modules: Sequence[Module],
+        activation: nn.Module | None = None,
+        device: str | torch.device | None = None,
+        base_model: str | None = None,
+    ) -> None:
+        super().__init__(*modules)
+        if not modules or not isinstance(modules[0], Transformer):
+            raise ValueError("a CrossEncoder starts with a Transformer module")
+        last = modules[-1]
+        native = isinstance(last, Transformer) and last.task == "sequence-classification"
+        if not (native or (isinstance(last, Dense) and last.output_name == "scores")):
+            raise ValueError("a CrossEncoder ends with a module that writes `scores`")
+        self.base_model = base_model
+        object.__setattr__(self, "activation", activation or default_activation(self.num_labels))
+        self.to(resolve_device(device))
+        self.eval()
+
+    # -- description -----------------------------------------------------------------------------
+    @property
+    def transformer(self) -> Transformer:
+        first = self[0]
+        assert isinstance(first, Transformer)
+        return first
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.transformer.tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @property
+    def head(self) -> str:
+        """ "native" (the checkpoint's sequence-classification head) or "seeds" (the SBERT head)."""
+        return "native" if len(self) == 1 else "seeds"
+
+    @property
+    def num_labels(self) -> int:
+        last = self[-1]
+        if isinstance(last, Dense):
+            return last.out_features
+        return int(self.transformer.auto_model.config.num_labels)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.transformer.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        self.transformer.max_seq_length = value
+
+    def describe(self) -> dict[str, Any]:
+        """What the model is, for `munjang info` and model cards."""
+        config = self.transformer.auto_model.config
+        return {
+            "kind": "cross-encoder",
+            "architecture": type(self.transformer.auto_model).__name__,
+            "layers": getattr(config, "num_hidden_layers", None),
+            "hidden_size": self.transformer.hidden_size,
+            "head": self.head,
+            "num_labels": self.num_labels,
+            "activation": type(self.activation).__name__,
+            "max_seq_length": self.max_seq_length,
+            "device": str(self.device),
+        }
+
+    # -- tokenizing ------------------------------------------------------------------------------
+    def tokenize(self, pairs: Sequence[Pair]) -> dict[str, Tensor]:
+        """A padded batch of pairs for `forward` (training path)."""
+        firsts, seconds = _split_pairs(pairs)
+        encoded = self.transformer.tokenize_pairs(firsts, seconds)
+        return self.transformer.collate(encoded, range(len(firsts)))
+
+    def training_features(
+        self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
+    ) -> list[dict[str, Any]]:
+        """What the trainer feeds a cross-encoder loss: one padded batch of (column 0, column 1) pairs."""
+        if prompt_name is not None:
+            raise ValueError("cross-encoders take no prompts; leave prompt_name unset")
+        if len(columns) != 2:
+            raise ValueError(f"a cross-encoder trains on pairs (2 text columns), got {len(columns)} columns")
+        return [self.tokenize(list(zip(columns[0], columns[1], strict=True)))]
+
+    def word_embeddings(self) -> nn.Module:
+        """The backbone's input embedding table (frozen by `freeze_word_embeddings`)."""
+        embeddings: nn.Module = self.transformer.auto_model.get_input_embeddings()
+        return embeddings
+
+    # -- inference -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def predict(
+        self,
+        pairs: Sequence[Pair] | Pair,
+        *,
+        batch_size: int = 32,
+        activation: Callable[[Tensor], Tensor] | None = None,
+        apply_softmax: bool = False,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        truncate: bool = True,
+    ) -> Any:
+        """Scores of text pairs: shape (n,) for one label, (n, num_labels) otherwise; one pair -> one row.
+
+        Pairs are tokenized once, sorted by token length and batched so that each batch pads only to
+        its own longest member; results come back in input order. `activation` replaces the model's
+        (`nn.Identity()` gives raw logits); `apply_softmax` turns class logits into probabilities.
+        `truncate=False` raises `InputTooLongError` for a pair over `max_seq_length` tokens.
+        """
+        if isinstance(pairs, str):
+            raise TypeError("expected a (text, text) pair or a list of pairs, got a single string")
+        single = _is_pair(pairs)
+        items: list[Pair] = [pairs] if single else list(pairs)  # type: ignore[list-item,arg-type]
+        firsts, seconds = _split_pairs(items)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if self.training:
+            self.eval()
+        transformer = self.transformer
+        encoded = transformer.tokenize_pairs(firsts, seconds, truncate=truncate)
+        lengths = np.fromiter((len(ids) for ids in encoded["input_ids"]), dtype=np.int64, count=len(items))
+        if not truncate and len(items):
+            too_long = np.flatnonzero(lengths > transformer.max_seq_length)
+            if too_long.size:
+                i = int(too_long[0])
+                raise InputTooLongError(
+                    f"pairs[{i}] has {lengths[i]} tokens, over the model's limit of "
+                    f"{transformer.max_seq_length}; shorten it or predict with truncate=True"
+                )
+        order = np.argsort(-lengths, kind="stable")
+        if show_progress_bar is None:
+            show_progress_bar = len(items) >= PROGRESS_BAR_MIN_PAIRS
+        act = self.activation if activation is None else activation
+        out = torch.empty((len(items), self.num_labels), dtype=torch.float32)
+        device = self.device
+        starts = range(0, len(items), batch_size)
+        for start in tqdm(starts, desc="Scoring pairs", unit="batch", disable=not show_progress_bar):
+            rows = order[start : start + batch_size]
+            features: dict[str, Any] = {
+                k: v.to(device, non_blocking=True) for k, v in transformer.collate(encoded, rows).items()
+            }
+            logits = self(features)["scores"].float()
+            scores = act(logits)
+            if apply_softmax and self.num_labels > 1:
+                scores = torch.softmax(scores, dim=-1)
+            out[torch.from_numpy(rows)] = scores.cpu()
+        result: Tensor = out[:, 0] if self.num_labels == 1 else out
+        if single:
+            result = result[0]
+        if convert_to_tensor or not convert_to_numpy:
+            return result
+        return result.numpy()
+
+    def rank(
+        self,
+        query: str,
+        documents: Sequence[str],
+        *,
+        top_k: int | None = None,
+        return_documents: bool = False,
+        batch_size: int = 32,
+        activation: Callable[[Tensor], Tensor] | None = None,
+        show_progress_bar: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """Documents ordered by their score against `query`, best first (ties keep input order).
+
+        Each result is `{"corpus_id": index, "score": float}`, plus `"text"` with `return_documents`.
+        Needs a single-score model (`num_labels == 1`).
+        """
+        if self.num_labels != 1:
+            raise ValueError(
+                f"rank needs a model with one output score, this one has {self.num_labels} labels"
+            )
+        if not isinstance(query, str):
+            raise TypeError(f"query is {type(query).__name__}, not str")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1, not {top_k}")
+        docs = list(documents)
+        scores = self.predict(
+            [(query, d) for d in docs],
+            batch_size=batch_size,
+            activation=activation,
+            show_progress_bar=show_progress_bar,
+        )
+        order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:top_k]
+        results = []
+        for i in order.tolist():
+            hit: dict[str, Any] = {"corpus_id": i, "score": float(scores[i])}
+            if return_documents:
+                hit["text"] = docs[i]
+            results.append(hit)
+        return results
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the layout sentence-transformers' CrossEncoder reads (and munjang loads back)."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_modules(folder, list(self))  # type: ignore[arg-type]
+        activation = activation_name(self.activation)
+        write_json(
+            folder / "config_sentence_transformers.json",
+            {
+                "__version__": library_versions(),
+                "model_type": "CrossEncoder",
+                "activation_fn": activation,
+                "prompts": {},
+                "default_prompt_name": None,
+            },
+        )
+        # sentence-transformers 4 and 5 read the activation from config.json.
+        config_file = folder / "config.json"
+        config = read_json(config_file)
+        config["sentence_transformers"] = {"activation_fn": activation}
+        write_json(config_file, config)
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _split_pairs(pairs: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """Check that every item is a (str, str) pair and return the two columns."""
+    if isinstance(pairs, str):
+        raise TypeError("expected a list of (text, text) pairs, got a single string")
+    firsts: list[str] = []
+    seconds: list[str] = []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, str) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"pairs[{i}] is not a (text, text) pair: {pair!r:.80}")
+        a, b = pair
+        for j, text in enumerate((a, b)):
+            if not isinstance(text, str):
+                raise TypeError(f"pairs[{i}][{j}] is {type(text).__name__}, not str")
+        firsts.append(a)
+        seconds.append(b)
+    return firsts, seconds
