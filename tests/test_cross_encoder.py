@@ -45,6 +45,11 @@ def test_seeds_head_on_plain_encoder(tiny: Path) -> None:
     assert isinstance(model[3].activation, torch.nn.GELU)
     assert model[1].modes == ("cls",)
     assert isinstance(model.activation, torch.nn.Sigmoid)
+    model.activation = torch.nn.Identity()  # stays an attribute, not a pipeline step
+    assert len(model) == 6
+    logits = model.predict([("a", "b")])
+    with_sigmoid = model.predict([("a", "b")], activation=torch.nn.Sigmoid())
+    np.testing.assert_allclose(torch.sigmoid(torch.from_numpy(logits)).numpy(), with_sigmoid, atol=1e-6)
 
 
 @pytest.mark.parametrize("head,num_labels", [("seeds", 1), ("seeds", 3), ("native", 1), ("native", 3)])

@@ -62,7 +62,6 @@ class CrossEncoder(nn.Sequential):
     `scores`. `activation` is what `predict` applies to the logits unless told otherwise.
     """
 
-    is_cross_encoder = True
     activation: nn.Module
 
     def __init__(
@@ -80,9 +79,16 @@ class CrossEncoder(nn.Sequential):
         if not (native or (isinstance(last, Dense) and last.output_name == "scores")):
             raise ValueError("a CrossEncoder ends with a module that writes `scores`")
         self.base_model = base_model
-        object.__setattr__(self, "activation", activation or default_activation(self.num_labels))
+        self.activation = activation or default_activation(self.num_labels)
         self.to(resolve_device(device))
         self.eval()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The activation is a plain attribute: as a sub-module it would join the pipeline's modules.
+        if name == "activation":
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
 
     # -- description -----------------------------------------------------------------------------
     @property
