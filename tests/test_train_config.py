@@ -392,3 +392,67 @@ def test_a_bad_data_row_is_reported_with_key_file_and_line_before_the_model_load
     monkeypatch.setattr("munjang.encoder.load_encoder", no_loading)
     with pytest.raises(DataFormatError, match=rf"^tasks\[0\]\.data: {bad} line \d+: score 'five'"):
         build(load_config(write_config(tmp_path, config)))
+
+
+def test_cross_encoder_config_trains_and_saves_a_cross_encoder(
+    tmp_path: Path, tiny: Path, capsys, monkeypatch
+) -> None:
+    config = sts_config(tmp_path, tiny, architecture="cross-encoder")
+    config["tasks"][0]["loss"] = "bce"
+    path = write_config(tmp_path, config)
+    code, out, err = run(["train", "--config", str(path)], capsys, monkeypatch)
+    assert code == 0, err
+    assert "loss bce" in out and "best spearman" in out
+    from munjang import load_cross_encoder
+
+    model = load_cross_encoder(tmp_path / "out" / "final")
+    assert model.head == "seeds" and model.num_labels == 1
+    assert "Cross-encoder trained with munjang" in (tmp_path / "out" / "final" / "README.md").read_text()
+
+
+def test_cross_encoder_nli_config_infers_three_labels(tmp_path: Path, tiny: Path) -> None:
+    write_nli(tmp_path / "data" / "nli.tsv", 6)
+    config = sts_config(
+        tmp_path,
+        tiny,
+        architecture="cross-encoder",
+        tasks=[{"data": {"path": "data/nli.tsv", "format": "nli-pairs"}, "loss": "cross-entropy"}],
+        evaluator={"type": "classification", "path": "data/nli.tsv"},
+    )
+    loaded = load_config(write_config(tmp_path, config))
+    assert loaded.num_labels == 3
+    trainer, info = build(loaded)
+    assert trainer.model.num_labels == 3 and info["evaluators"][0]["size"] == 18
+    assert trainer.evaluator(trainer.model)["accuracy"] >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"architecture": "tri-encoder"}, "architecture: choose bi-encoder or cross-encoder"),
+        ({"head": "seeds"}, "head: only for architecture: cross-encoder"),
+        ({"architecture": "cross-encoder"}, "tasks[0].loss.name: unknown cross-encoder loss 'cosent'"),
+        ({"architecture": "cross-encoder", "pooling": "cls", **one_task("bce")},
+         "pooling: a cross-encoder has"),
+        ({"architecture": "cross-encoder", **one_task("cross-entropy")},
+         "tasks[0].loss.name: loss 'cross-entropy' needs class labels"),
+        ({"architecture": "cross-encoder", **one_task("bce"), **evaluator(type="triplet")},
+         "evaluator.type: unknown cross-encoder evaluator type 'triplet'; choose from sts, classification"),
+        ({"architecture": "cross-encoder", "num_labels": 3, **one_task("bce")},
+         "tasks[0].loss: needs 1 labels, but num_labels is 3"),
+    ],
+)  # fmt: skip
+def test_cross_encoder_config_errors_name_the_key(
+    tmp_path: Path, tiny: Path, change: dict, message: str
+) -> None:
+    config = sts_config(tmp_path, tiny)
+    config.update(change)
+    assert message in _error(tmp_path, config)
+
+
+def test_cross_encoder_example_config_validates() -> None:
+    config = load_config(REPO / "examples" / "train_cross_encoder_korsts.yaml")
+    assert config.architecture == "cross-encoder" and config.head == "seeds" and config.num_labels == 1
+    assert [(t.data.format, t.loss.name) for t in config.tasks] == [("sts", "bce")]
+    trainer, info = build(config, dry_run=True, models=False)
+    assert trainer is None and info["tasks"][0]["loss"] == "bce"

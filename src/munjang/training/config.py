@@ -21,6 +21,12 @@ Layout::
     evaluator: {type: sts, path: sts-dev.tsv}
     training: {epochs: 4, batch_size: 16}
 
+A cross-encoder is trained the same way with ``architecture: cross-encoder`` (optional ``head``:
+auto / seeds / native, and ``num_labels``, else 3 for nli-pairs with cross-entropy and 1 otherwise).
+Its tasks read pairs (formats sts, nli-pairs, table with two columns and a label) with the losses
+``bce``, ``mse`` or ``cross-entropy``; its evaluators are ``sts`` (correlation) and ``classification``
+(an NLI file, or a table with ``columns`` and ``label``).
+
 Data formats (``data.format``): ``sts`` (`read_sts`; labels are scores / 5), ``nli-pairs`` (`read_nli`,
 class labels), ``nli-triplets`` (`read_nli`, (premise, entailed, contradicting) triplets), ``table``
 (`read_table`: ``columns``, optional ``label`` and ``label_type``) and ``parallel`` (`read_parallel`,
@@ -49,6 +55,9 @@ from .examples import Example
 
 FORMATS = ("sts", "nli-pairs", "nli-triplets", "table", "parallel")
 EVALUATOR_TYPES = ("sts", "triplet", "binary", "translation", "label-accuracy", "mse")
+ARCHITECTURES = ("bi-encoder", "cross-encoder")
+CROSS_ENCODER_FORMATS = ("sts", "nli-pairs", "table")
+CROSS_ENCODER_EVALUATOR_TYPES = ("sts", "classification")
 
 # Keys of `data:` besides path, format and format_options, and the formats they belong to.
 _DATA_KEYS = {
@@ -60,15 +69,15 @@ _DATA_KEYS = {
 }
 # Evaluator keys that are not evaluator arguments, and the types they belong to.
 _EVALUATOR_KEYS = {
-    "columns": ("triplet", "binary"),
-    "label": ("binary",),
+    "columns": ("triplet", "binary", "classification"),
+    "label": ("binary", "classification"),
     "loss_task": ("label-accuracy",),
     "teacher": ("mse",),
 }
 # Evaluator constructor arguments that carry the data, filled in from the file.
 _EVALUATOR_DATA_ARGS = {
     "sentences1", "sentences2", "scores", "labels", "anchors", "positives", "negatives",
-    "source_sentences", "target_sentences", "sentence_pairs", "classifier", "teacher", "device",
+    "source_sentences", "target_sentences", "sentence_pairs", "classifier", "teacher", "device", "pairs",
 }  # fmt: skip
 
 
@@ -151,6 +160,9 @@ class TrainConfig:
     pooling: str | list[str] | None = None
     max_seq_length: int | None = None
     device: str | None = None
+    architecture: str = "bi-encoder"
+    head: str = "auto"
+    num_labels: int | None = None
 
     def training_args(self) -> TrainingArguments:
         """The training arguments, writing to `output_dir`."""
@@ -411,15 +423,26 @@ def _parse_data(value: Any, key: str, base: Path) -> DataConfig:
     return data
 
 
-def _parse_loss(value: Any, key: str) -> LossConfig:
+def _loss_registry(architecture: str) -> Mapping[str, Any]:
+    if architecture == "cross-encoder":
+        from ..cross_encoder.losses import CROSS_ENCODER_LOSSES
+
+        return CROSS_ENCODER_LOSSES
     from ..losses import LOSSES
 
+    return LOSSES
+
+
+def _parse_loss(value: Any, key: str, architecture: str = "bi-encoder") -> LossConfig:
+    LOSSES = _loss_registry(architecture)
     if isinstance(value, str):
         value = {"name": value}
     section = _Section(value, key)
     name = section.need("name")
     if name not in LOSSES:
-        raise ConfigError(f"{section.sub('name')}: unknown loss {name!r}; choose from {', '.join(LOSSES)}")
+        raise ConfigError(
+            f"{section.sub('name')}: unknown {architecture} loss {name!r}; choose from {', '.join(LOSSES)}"
+        )
     params = _parameters(LOSSES[name].__init__, ("self", "model"))
     inner = None
     if name == "matryoshka":
@@ -498,19 +521,60 @@ def _check_loss_fits(loss: LossConfig, data: DataConfig) -> None:
             raise ConfigError(f"{part.key}.{missing[0]}: missing (required by loss {part.name!r})")
 
 
-def _parse_task(value: Any, key: str, base: Path) -> TaskConfig:
+def _check_cross_loss_fits(loss: LossConfig, data: DataConfig) -> int:
+    """Reject a cross-encoder loss that cannot read the data; return the number of labels it needs."""
+    where = f"{loss.key}.name"
+    if data.format not in CROSS_ENCODER_FORMATS:
+        raise ConfigError(
+            f"{data.key}.format: a cross-encoder trains on labelled pairs; "
+            f"use {', '.join(CROSS_ENCODER_FORMATS)}, not {data.format}"
+        )
+    columns, label = _shape(data)
+    if columns != 2:
+        raise ConfigError(
+            f"{where}: a cross-encoder reads 2 texts per example, format {data.format} gives {columns}"
+        )
+    if label is None:
+        raise ConfigError(f"{where}: loss {loss.name!r} needs labels (set data.label)")
+    if loss.name == "cross-entropy":
+        if label != "int":
+            raise ConfigError(
+                f"{where}: loss 'cross-entropy' needs class labels: use nli-pairs or label_type int"
+            )
+        if data.format == "nli-pairs":
+            return 3
+        if isinstance(data.label_type, Mapping):
+            return int(max(data.label_type.values())) + 1
+        return 0  # unknown: num_labels must be given
+    if data.format == "nli-pairs":
+        raise ConfigError(f"{where}: nli-pairs gives class labels: use loss 'cross-entropy'")
+    return 1
+
+
+def _parse_task(value: Any, key: str, base: Path, architecture: str = "bi-encoder") -> TaskConfig:
     section = _Section(value, key)
     data = _parse_data(section.need("data"), section.sub("data"), base)
     name = _text(section.get("name", data.format), section.sub("name"))
-    loss = _parse_loss(section.need("loss"), section.sub("loss"))
+    loss = _parse_loss(section.need("loss"), section.sub("loss"), architecture)
     limit = section.get("limit")
     limit = None if limit is None else _count(limit, section.sub("limit"))
     section.done(["name", "data", "loss", "limit"])
-    _check_loss_fits(loss, data)
+    if architecture == "bi-encoder":
+        _check_loss_fits(loss, data)
     return TaskConfig(name, data, loss, limit, key)
 
 
-def _evaluator_classes() -> dict[str, Any]:
+def _evaluator_classes(architecture: str = "bi-encoder") -> dict[str, Any]:
+    if architecture == "cross-encoder":
+        from ..cross_encoder.evaluation import (
+            CrossEncoderClassificationEvaluator,
+            CrossEncoderCorrelationEvaluator,
+        )
+
+        return {
+            "sts": CrossEncoderCorrelationEvaluator,
+            "classification": CrossEncoderClassificationEvaluator,
+        }
     from ..evaluation import (
         BinaryClassificationEvaluator,
         LabelAccuracyEvaluator,
@@ -537,16 +601,19 @@ def _evaluator_reader(kind: str, has_columns: bool) -> str:
         return "parallel"
     if kind == "binary" or has_columns:
         return "table"
-    return "nli"
+    return "nli"  # triplet and classification without columns read an NLI file
 
 
-def _parse_evaluator(value: Any, key: str, base: Path, prompt_name: str | None) -> EvaluatorConfig:
+def _parse_evaluator(
+    value: Any, key: str, base: Path, prompt_name: str | None, architecture: str = "bi-encoder"
+) -> EvaluatorConfig:
     section = _Section(value, key)
     kind = section.need("type")
-    if kind not in EVALUATOR_TYPES:
+    types = CROSS_ENCODER_EVALUATOR_TYPES if architecture == "cross-encoder" else EVALUATOR_TYPES
+    if kind not in types:
         raise ConfigError(
-            f"{section.sub('type')}: unknown evaluator type {kind!r}; "
-            f"choose from {', '.join(EVALUATOR_TYPES)}"
+            f"{section.sub('type')}: unknown {architecture} evaluator type {kind!r}; "
+            f"choose from {', '.join(types)}"
         )
     path = _resolve(section.need("path"), base, section.sub("path"))
     for name, kinds in _EVALUATOR_KEYS.items():
@@ -560,7 +627,7 @@ def _parse_evaluator(value: Any, key: str, base: Path, prompt_name: str | None) 
         wanted = 3 if kind == "triplet" else 2
         if len(ev.columns) != wanted:
             raise ConfigError(f"{section.sub('columns')}: a {kind} evaluator reads {wanted} columns")
-    if kind == "binary":
+    if kind == "binary" or (kind == "classification" and ev.columns is not None):
         ev.columns = ev.columns or ["sentence1", "sentence2"]
         ev.label = _column(section.get("label", "label"), section.sub("label"))
     if kind == "label-accuracy":
@@ -572,7 +639,7 @@ def _parse_evaluator(value: Any, key: str, base: Path, prompt_name: str | None) 
     reader = _evaluator_reader(kind, ev.columns is not None)
     set_by_config = ("columns", "label", "label_type") if reader == "table" else ()
     ev.reader_options = _reader_options(section, reader, set_by_config)
-    cls = _evaluator_classes()[kind]
+    cls = _evaluator_classes(architecture)[kind]
     params = _parameters(cls.__init__, ("self", *_EVALUATOR_DATA_ARGS))
     ev.options = _options(section.rest(), params, key, f"the {kind} evaluator")
     if "prompt_name" in params and "prompt_name" not in ev.options and "prompt" not in ev.options:
@@ -607,7 +674,8 @@ def _parse_training(value: Any, base_key: str = "training") -> TrainingArguments
 
 
 TOP_LEVEL_KEYS = (
-    "model", "pooling", "max_seq_length", "device", "output_dir", "tasks", "evaluator", "training",
+    "model", "architecture", "head", "num_labels", "pooling", "max_seq_length", "device", "output_dir",
+    "tasks", "evaluator", "training",
 )  # fmt: skip
 
 
@@ -642,13 +710,30 @@ def load_config(
     if output_dir is not None:
         out = Path(output_dir).expanduser().resolve()
     training = _parse_training(top.get("training"))
+    architecture = top.get("architecture", "bi-encoder")
+    if architecture not in ARCHITECTURES:
+        raise ConfigError(f"architecture: choose {' or '.join(ARCHITECTURES)}, not {architecture!r}")
+    cross = architecture == "cross-encoder"
+    for name in ("head", "num_labels"):
+        if top.has(name) and not cross:
+            raise ConfigError(f"{name}: only for architecture: cross-encoder")
+    if cross and pooling is not None:
+        raise ConfigError("pooling: a cross-encoder has no pooling option (its head reads [CLS])")
+    if cross and training.prompt_name is not None:
+        raise ConfigError("training.prompt_name: cross-encoders take no prompts")
+    head = _text(top.get("head", "auto"), "head")
+    if head not in ("auto", "seeds", "native"):
+        raise ConfigError(f"head: choose auto, seeds or native, not {head!r}")
+    num_labels = None if top.get("num_labels") is None else _count(top.get("num_labels"), "num_labels")
 
     tasks_value = top.need("tasks")
     if isinstance(tasks_value, Mapping):
         tasks_value = [tasks_value]
     if not isinstance(tasks_value, list) or not tasks_value:
         raise ConfigError(f"tasks: expected a list of one or more tasks, got {tasks_value!r}")
-    tasks = [_parse_task(t, f"tasks[{i}]", base) for i, t in enumerate(tasks_value)]
+    tasks = [_parse_task(t, f"tasks[{i}]", base, architecture) for i, t in enumerate(tasks_value)]
+    if cross:
+        num_labels = _cross_encoder_labels(tasks, num_labels)
     seen: dict[str, str] = {}
     for task in tasks:
         if task.name in seen:
@@ -664,7 +749,8 @@ def load_config(
         if not ev_value:
             raise ConfigError("evaluator: the list is empty; leave the key out for no evaluator")
         evaluators = [
-            _parse_evaluator(e, f"evaluator[{i}]", base, training.prompt_name) for i, e in enumerate(ev_value)
+            _parse_evaluator(e, f"evaluator[{i}]", base, training.prompt_name, architecture)
+            for i, e in enumerate(ev_value)
         ]
         names: dict[str, str] = {}
         for ev in evaluators:
@@ -677,7 +763,7 @@ def load_config(
                 )
             names[name] = ev.key
     elif ev_value is not None:
-        evaluators = [_parse_evaluator(ev_value, "evaluator", base, training.prompt_name)]
+        evaluators = [_parse_evaluator(ev_value, "evaluator", base, training.prompt_name, architecture)]
     for ev in evaluators:
         if ev.loss_task is not None:
             owner = next((t for t in tasks if t.name == ev.loss_task), None)
@@ -701,7 +787,28 @@ def load_config(
         pooling=pooling,
         max_seq_length=max_seq_length,
         device=device,
+        architecture=architecture,
+        head=head,
+        num_labels=num_labels,
     )
+
+
+def _cross_encoder_labels(tasks: Sequence[TaskConfig], given: int | None) -> int:
+    """The one head size every cross-encoder task agrees on (given, or inferred from loss and data)."""
+    needed = {t.key: _check_cross_loss_fits(t.loss, t.data) for t in tasks}
+    known = {n for n in needed.values() if n}
+    if given is not None:
+        for key, n in needed.items():
+            if n and n != given:
+                raise ConfigError(f"{key}.loss: needs {n} labels, but num_labels is {given}")
+        return given
+    if len(known) > 1:
+        raise ConfigError(
+            f"num_labels: the tasks need different head sizes ({sorted(known)}); one model has one head"
+        )
+    if not known:
+        raise ConfigError("num_labels: cannot tell the number of classes from the data; set num_labels")
+    return known.pop()
 
 
 # -- checking files and building the trainer ---------------------------------------------------------
@@ -782,6 +889,7 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
 
     import torch
 
+    from ..cross_encoder import load_cross_encoder
     from ..encoder import load_encoder
     from .trainer import Trainer
 
@@ -795,12 +903,22 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
     # Read the data before loading the model, so a bad row is reported at once; distillation data
     # waits for the model, whose dimension the teacher's must match.
     read = {t.name: _examples(t, None, teacher) for t in config.tasks if t.data.format != "parallel"}
-    model: Any = load_encoder(
-        config.model.target,
-        pooling=config.pooling,
-        device=config.device,
-        max_seq_length=config.max_seq_length,
-    )
+    model: Any
+    if config.architecture == "cross-encoder":
+        model = load_cross_encoder(
+            config.model.target,
+            num_labels=config.num_labels,
+            head=config.head,
+            device=config.device,
+            max_seq_length=config.max_seq_length,
+        )
+    else:
+        model = load_encoder(
+            config.model.target,
+            pooling=config.pooling,
+            device=config.device,
+            max_seq_length=config.max_seq_length,
+        )
     model.base_model = config.model.value  # named in the model card
     args = config.training_args()
     torch.manual_seed(args.seed)  # heads some losses add (softmax) start the same on every run
@@ -808,9 +926,9 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
     losses: dict[str, Any] = {}
     for task, plan in zip(config.tasks, info["tasks"], strict=True):
         datasets[task.name] = read[task.name] if task.name in read else _examples(task, model, teacher)
-        losses[task.name] = _make_loss(task.loss, model)
+        losses[task.name] = _make_loss(task.loss, model, config.architecture)
         plan["examples"] = len(datasets[task.name])
-    evaluators = [_make_evaluator(ev, losses, teacher) for ev in config.evaluators]
+    evaluators = [_make_evaluator(ev, losses, teacher, config.architecture) for ev in config.evaluators]
     for ev, plan in zip(evaluators, info["evaluators"], strict=True):
         plan["size"] = len(ev)
     evaluator: Any = None
@@ -900,9 +1018,8 @@ def _examples(task: TaskConfig, model: Any, teacher: Callable[[ModelRef], Any]) 
     return examples
 
 
-def _make_loss(loss: LossConfig, model: Any) -> Any:
-    from ..losses import LOSSES
-
+def _make_loss(loss: LossConfig, model: Any, architecture: str = "bi-encoder") -> Any:
+    LOSSES = _loss_registry(architecture)
     options = dict(loss.options)
     if loss.inner is not None:
         options["loss"] = _make_loss(loss.inner, model)
@@ -913,7 +1030,10 @@ def _make_loss(loss: LossConfig, model: Any) -> Any:
 
 
 def _make_evaluator(
-    ev: EvaluatorConfig, losses: Mapping[str, Any], teacher: Callable[[ModelRef], Any]
+    ev: EvaluatorConfig,
+    losses: Mapping[str, Any],
+    teacher: Callable[[ModelRef], Any],
+    architecture: str = "bi-encoder",
 ) -> Any:
     from ..data import (
         NLIData,
@@ -926,9 +1046,30 @@ def _make_evaluator(
         read_table,
     )
 
-    cls = _evaluator_classes()[ev.type]
+    cls = _evaluator_classes(architecture)[ev.type]
     n = ev.limit
     try:
+        if ev.type == "classification":
+            if ev.columns is not None:
+                rows = _read(
+                    ev.key,
+                    read_table,
+                    ev.path,
+                    ev.columns,
+                    label=ev.label,
+                    label_type=int,
+                    **ev.reader_options,
+                )
+                pairs_and_labels = [((r.texts[0], r.texts[1]), int(r.label)) for r in rows]
+            else:
+                nli_data: NLIData = _read(ev.key, read_nli, ev.path, **ev.reader_options)
+                pairs_and_labels = list(
+                    zip(
+                        zip(nli_data.premises, nli_data.hypotheses, strict=True), nli_data.labels, strict=True
+                    )
+                )
+            pairs_and_labels = pairs_and_labels[:n] if n is not None else pairs_and_labels
+            return cls([p for p, _ in pairs_and_labels], [y for _, y in pairs_and_labels], **ev.options)
         if ev.type == "sts":
             sts: STSData = _read(ev.key, read_sts, ev.path, **ev.reader_options)
             if n is not None:

@@ -5,4 +5,17 @@ from .binary_cross_entropy import BinaryCrossEntropyLoss
 from .cross_entropy import CrossEntropyLoss
 from .mse import MSELoss
 
-__all__ = ["BinaryCrossEntropyLoss", "CrossEncoderLoss", "CrossEntropyLoss", "MSELoss"]
+# The names used in training configs (`architecture: cross-encoder`).
+CROSS_ENCODER_LOSSES: dict[str, type[CrossEncoderLoss]] = {
+    "bce": BinaryCrossEntropyLoss,
+    "mse": MSELoss,
+    "cross-entropy": CrossEntropyLoss,
+}
+
+__all__ = [
+    "CROSS_ENCODER_LOSSES",
+    "BinaryCrossEntropyLoss",
+    "CrossEncoderLoss",
+    "CrossEntropyLoss",
+    "MSELoss",
+]

@@ -1,0 +1,81 @@
+"""NLI with a cross-encoder: e5-small + SBERT head (3 labels) trained on KorNLI xnli.dev with
+CrossEntropyLoss, accuracy on xnli.test.ko, beside the bi-encoder SoftmaxLoss classifier trained on the
+same data (bench/results/ablation_concat.json, (u, v, |u-v|)).
+
+    python bench/cross_encoder_nli.py            # writes bench/results/cross_encoder_nli.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import munjang
+from common import environment, print_environment, shared_data_dir, write_result
+from munjang.cross_encoder.evaluation import CrossEncoderClassificationEvaluator
+from munjang.cross_encoder.losses import CrossEntropyLoss
+from munjang.data import nli_pair_examples, read_nli
+from munjang.training import Trainer, TrainingArguments
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--output-dir", default="runs/ce-xnli-e5")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args(argv)
+    env = environment()
+    print_environment(env)
+    data = shared_data_dir() / "kornli"
+    train = nli_pair_examples(read_nli(data / "xnli.dev.ko.tsv"))
+    test = read_nli(data / "xnli.test.ko.tsv.gz")
+    evaluator = CrossEncoderClassificationEvaluator(
+        list(zip(test.premises, test.hypotheses, strict=True)), test.labels, name="xnli-test", batch_size=64
+    )
+    model = munjang.load_cross_encoder(args.model, num_labels=3, device="cpu")
+    training_args = TrainingArguments(
+        output_dir=args.output_dir,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        eval_steps=0,
+        logging_steps=20,
+        seed=args.seed,
+        save_checkpoints=False,
+    )
+    start = time.perf_counter()
+    Trainer(model, CrossEntropyLoss(model), train, None, training_args).train()
+    wall = time.perf_counter() - start
+    metrics = evaluator(model)
+    concat_file = Path(__file__).resolve().parent / "results" / "ablation_concat.json"
+    bi = json.loads(concat_file.read_text()) if concat_file.exists() else {}
+    print(f"cross-encoder xnli.test.ko accuracy {metrics['accuracy'] * 100:.2f}, macro F1 "
+          f"{metrics['f1_macro'] * 100:.2f}; {len(train):,} training pairs, {wall:.0f} s")  # fmt: skip
+    write_result(
+        "cross_encoder_nli",
+        {
+            "model": args.model,
+            "args": vars(args),
+            "train_pairs": len(train),
+            "test_pairs": len(test.labels),
+            "test_metrics": metrics,
+            "wall_seconds": wall,
+            "bi_encoder_softmax_same_data": {
+                "source": "bench/results/ablation_concat.json",
+                "results": bi.get("results"),
+            },
+        },
+        env=env,
+    )
+
+
+if __name__ == "__main__":
+    main()
