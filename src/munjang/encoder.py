@@ -9,14 +9,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
 from . import similarity as sim
 from .devices import resolve_device
-from .errors import InputTooLongError, ModelLoadError
+from .errors import ModelLoadError
 from .formats import (
     SIMILARITY_FUNCTIONS,
     EncoderSettings,
@@ -227,16 +226,7 @@ class SentenceEncoder(nn.Sequential):
 
         transformer = self.transformer
         encoded = transformer.tokenize(texts, truncate=truncate)
-        lengths = np.fromiter((len(ids) for ids in encoded["input_ids"]), dtype=np.int64, count=len(texts))
-        if not truncate and len(texts):
-            too_long = np.flatnonzero(lengths > transformer.max_seq_length)
-            if too_long.size:
-                i = int(too_long[0])
-                raise InputTooLongError(
-                    f"sentences[{i}] has {lengths[i]} tokens, over the model's limit of "
-                    f"{transformer.max_seq_length}; shorten it or encode with truncate=True"
-                )
-        order = np.argsort(-lengths, kind="stable")
+        order = transformer.longest_first(encoded, truncate, "sentences", "encode with truncate=True")
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
 

@@ -28,7 +28,6 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ..devices import resolve_device
-from ..errors import InputTooLongError
 from ..formats import library_versions, write_modules
 from ..modules import Dense, Dropout, Module, Pooling, Transformer
 from ..modules.base import read_json, write_json
@@ -194,16 +193,7 @@ class CrossEncoder(nn.Sequential):
             self.eval()
         transformer = self.transformer
         encoded = transformer.tokenize_pairs(firsts, seconds, truncate=truncate)
-        lengths = np.fromiter((len(ids) for ids in encoded["input_ids"]), dtype=np.int64, count=len(items))
-        if not truncate and len(items):
-            too_long = np.flatnonzero(lengths > transformer.max_seq_length)
-            if too_long.size:
-                i = int(too_long[0])
-                raise InputTooLongError(
-                    f"pairs[{i}] has {lengths[i]} tokens, over the model's limit of "
-                    f"{transformer.max_seq_length}; shorten it or predict with truncate=True"
-                )
-        order = np.argsort(-lengths, kind="stable")
+        order = transformer.longest_first(encoded, truncate, "pairs", "predict with truncate=True")
         if show_progress_bar is None:
             show_progress_bar = len(items) >= PROGRESS_BAR_MIN_PAIRS
         act = self.activation if activation is None else activation

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..errors import CorruptModelError, ModelLoadError
+from ..errors import CorruptModelError, InputTooLongError, ModelLoadError
 from .base import Features, Module, read_json, write_json
 
 # Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
@@ -131,27 +131,7 @@ class Transformer(Module):
 
     def tokenize(self, texts: Sequence[str], truncate: bool = True) -> dict[str, list[list[int]]]:
         """Token ids per text (special tokens added, no padding), truncated to `max_seq_length`."""
-        if not texts:
-            empty: dict[str, list[list[int]]] = {"input_ids": []}
-            if self._wants_token_type_ids:
-                empty["token_type_ids"] = []
-            return empty
-        if self.do_lower_case:
-            texts = [t.lower() for t in texts]
-        with self._tokenizer_lock:  # fast tokenizers are not safe to reconfigure from several threads
-            enc = self.tokenizer(
-                list(texts),
-                padding=False,
-                truncation=truncate,
-                max_length=self.max_seq_length if truncate else None,
-                return_attention_mask=False,
-                return_token_type_ids=self._wants_token_type_ids,
-                verbose=False,
-            )
-        out = {"input_ids": enc["input_ids"]}
-        if self._wants_token_type_ids:
-            out["token_type_ids"] = enc["token_type_ids"]
-        return out
+        return self._token_ids(list(texts), None, truncate)
 
     def tokenize_pairs(
         self, firsts: Sequence[str], seconds: Sequence[str], truncate: bool = True
@@ -160,18 +140,23 @@ class Transformer(Module):
 
         Truncation takes tokens from the longer text of a pair first, so both keep some context.
         """
-        if not firsts:
+        return self._token_ids(list(firsts), list(seconds), truncate)
+
+    def _token_ids(
+        self, texts: list[str], pairs: list[str] | None, truncate: bool
+    ) -> dict[str, list[list[int]]]:
+        if not texts:
             empty: dict[str, list[list[int]]] = {"input_ids": []}
             if self._wants_token_type_ids:
                 empty["token_type_ids"] = []
             return empty
         if self.do_lower_case:
-            firsts = [t.lower() for t in firsts]
-            seconds = [t.lower() for t in seconds]
-        with self._tokenizer_lock:
+            texts = [t.lower() for t in texts]
+            pairs = None if pairs is None else [t.lower() for t in pairs]
+        with self._tokenizer_lock:  # fast tokenizers are not safe to reconfigure from several threads
             enc = self.tokenizer(
-                list(firsts),
-                list(seconds),
+                texts,
+                pairs,
                 padding=False,
                 truncation="longest_first" if truncate else False,
                 max_length=self.max_seq_length if truncate else None,
@@ -183,6 +168,26 @@ class Transformer(Module):
         if self._wants_token_type_ids:
             out["token_type_ids"] = enc["token_type_ids"]
         return out
+
+    def longest_first(
+        self, encoded: dict[str, list[list[int]]], truncate: bool, what: str, hint: str
+    ) -> np.ndarray:
+        """Row order by token count, longest first (stable), for length-sorted batching.
+
+        With `truncate=False`, an input over `max_seq_length` raises InputTooLongError naming
+        `what[i]`; `hint` says how to call again with truncation.
+        """
+        ids = encoded["input_ids"]
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        if not truncate and len(ids):
+            too_long = np.flatnonzero(lengths > self.max_seq_length)
+            if too_long.size:
+                i = int(too_long[0])
+                raise InputTooLongError(
+                    f"{what}[{i}] has {lengths[i]} tokens, over the model's limit of "
+                    f"{self.max_seq_length}; shorten it or {hint}"
+                )
+        return np.argsort(-lengths, kind="stable")
 
     def collate(
         self, encoded: dict[str, list[list[int]]], rows: Sequence[int] | np.ndarray
