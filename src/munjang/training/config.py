@@ -440,9 +440,8 @@ def _parse_loss(value: Any, key: str, architecture: str = "bi-encoder") -> LossC
     section = _Section(value, key)
     name = section.need("name")
     if name not in LOSSES:
-        raise ConfigError(
-            f"{section.sub('name')}: unknown {architecture} loss {name!r}; choose from {', '.join(LOSSES)}"
-        )
+        kind = "cross-encoder loss" if architecture == "cross-encoder" else "loss"
+        raise ConfigError(f"{section.sub('name')}: unknown {kind} {name!r}; choose from {', '.join(LOSSES)}")
     params = _parameters(LOSSES[name].__init__, ("self", "model"))
     inner = None
     if name == "matryoshka":
@@ -612,7 +611,8 @@ def _parse_evaluator(
     types = CROSS_ENCODER_EVALUATOR_TYPES if architecture == "cross-encoder" else EVALUATOR_TYPES
     if kind not in types:
         raise ConfigError(
-            f"{section.sub('type')}: unknown {architecture} evaluator type {kind!r}; "
+            f"{section.sub('type')}: unknown {'cross-encoder ' if architecture == 'cross-encoder' else ''}"
+            f"evaluator type {kind!r}; "
             f"choose from {', '.join(types)}"
         )
     path = _resolve(section.need("path"), base, section.sub("path"))
@@ -674,8 +674,8 @@ def _parse_training(value: Any, base_key: str = "training") -> TrainingArguments
 
 
 TOP_LEVEL_KEYS = (
-    "model", "architecture", "head", "num_labels", "pooling", "max_seq_length", "device", "output_dir",
-    "tasks", "evaluator", "training",
+    "model", "pooling", "max_seq_length", "device", "output_dir", "tasks", "evaluator", "training",
+    "architecture", "head", "num_labels",
 )  # fmt: skip
 
 
