@@ -38,6 +38,11 @@ PromptNameOption = Annotated[
     str | None, typer.Option("--prompt-name", help="A prompt of the model (e5: query, passage).")
 ]
 PromptOption = Annotated[str | None, typer.Option("--prompt", help="Literal text put before every input.")]
+FieldOption = Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")]
+FormatOption = Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")]
+QueryOption = Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")]
+TopKOption = Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")]
+JsonLinesOption = Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")]
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
@@ -66,8 +71,8 @@ def encode(
         Path | None, typer.Option("--output", "-o", help=".npy (matrix) or .jsonl (text + vector per line).")
     ] = None,
     model: ModelOption = None,
-    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
-    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    field: FieldOption = "text",
+    input_format: FormatOption = "auto",
     batch_size: BatchOption = 32,
     prompt_name: PromptNameOption = None,
     prompt: PromptOption = None,
@@ -200,14 +205,14 @@ def _queries_and_texts(query: list[str], documents: Path, field: str, input_form
 @app.command()
 def rerank(
     documents: Annotated[Path, typer.Argument(help="Documents: .txt (one per line), .jsonl, .csv or .tsv.")],
-    query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    query: QueryOption,
     model: Annotated[str, typer.Option("--model", "-m", help="Cross-encoder folder or hub id.")],
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
-    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
-    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    top_k: TopKOption = 10,
+    field: FieldOption = "text",
+    input_format: FormatOption = "auto",
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")] = False,
+    as_json: JsonLinesOption = False,
 ) -> None:
     """Score every document against each query with a cross-encoder and print the best."""
     texts = _queries_and_texts(query, documents, field, input_format)
@@ -225,7 +230,7 @@ def rerank(
 @app.command()
 def search(
     documents: Annotated[Path, typer.Argument(help="Corpus: .txt (one per line), .jsonl, .csv or .tsv.")],
-    query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    query: QueryOption,
     model: ModelOption = None,
     rerank_model: Annotated[
         str | None, typer.Option("--rerank", help="Cross-encoder that re-orders the retrieved candidates.")
@@ -233,18 +238,18 @@ def search(
     retrieve_k: Annotated[
         int, typer.Option("--retrieve-k", min=1, help="Candidates the bi-encoder hands to the reranker.")
     ] = 100,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
+    top_k: TopKOption = 10,
     query_prompt_name: Annotated[
         str | None, typer.Option(help="Encoder prompt for queries (e5: query).")
     ] = None,
     corpus_prompt_name: Annotated[
         str | None, typer.Option(help="Encoder prompt for documents (e5: passage).")
     ] = None,
-    field: Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")] = "text",
-    input_format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")] = "auto",
+    field: FieldOption = "text",
+    input_format: FormatOption = "auto",
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")] = False,
+    as_json: JsonLinesOption = False,
 ) -> None:
     """Semantic search over a file of documents, optionally reranked by a cross-encoder."""
     from .search import RetrieveAndRerank
