@@ -17,6 +17,19 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .cli_index import index_app
+from .cli_options import (
+    BatchOption,
+    DeviceOption,
+    FieldOption,
+    FormatOption,
+    JsonLinesOption,
+    ModelOption,
+    PromptNameOption,
+    PromptOption,
+    QueryOption,
+    TopKOption,
+)
 from .errors import MunjangError
 
 app = typer.Typer(
@@ -27,22 +40,7 @@ app = typer.Typer(
 )
 eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
-
-ModelOption = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="Model folder or hub id (default: embedded all-MiniLM-L6-v2)."),
-]
-DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]
-BatchOption = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per batch.")]
-PromptNameOption = Annotated[
-    str | None, typer.Option("--prompt-name", help="A prompt of the model (e5: query, passage).")
-]
-PromptOption = Annotated[str | None, typer.Option("--prompt", help="Literal text put before every input.")]
-FieldOption = Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")]
-FormatOption = Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")]
-QueryOption = Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")]
-TopKOption = Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")]
-JsonLinesOption = Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")]
+app.add_typer(index_app, name="index")
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Reading sentences to encode: plain text (one per line), JSON Lines, CSV or TSV with a text column."""
+"""Reading sentences to encode or index: plain text (one per line), JSON Lines, CSV or TSV with a text
+column; as texts alone, or as records with an id and metadata (the other fields)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import gzip
 import io
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import DataFormatError
 
@@ -23,12 +26,32 @@ def detect_text_format(path: Path) -> str:
     )
 
 
-def read_texts(path: str | os.PathLike[str], format: str = "auto", field: str = "text") -> list[str]:
-    """Sentences from `path`, in file order.
+@dataclass(frozen=True)
+class TextRecord:
+    """One input record: its text, its id if the file gives one, the other fields, and its line."""
 
-    - txt: every line is a sentence (an empty line is an empty sentence; the final newline is not).
-    - jsonl: every non-blank line is an object; `field` names the text.
-    - csv / tsv: a header row; `field` names the text column. TSV is read without quote handling.
+    text: str
+    id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+def read_texts(path: str | os.PathLike[str], format: str = "auto", field: str = "text") -> list[str]:
+    """Sentences from `path`, in file order (see `read_records` for the formats)."""
+    return [r.text for r in read_records(path, format, field, id_field=None)]
+
+
+def read_records(
+    path: str | os.PathLike[str], format: str = "auto", field: str = "text", id_field: str | None = "id"
+) -> list[TextRecord]:
+    """Records from `path`, in file order.
+
+    - txt: every line is a sentence (an empty line is an empty sentence; the final newline is not);
+      no ids, no metadata.
+    - jsonl: every non-blank line is an object; `field` names the text, `id_field` (when present in
+      the record) its id (a string or an integer), and every other field is metadata.
+    - csv / tsv: a header row; `field` names the text column, `id_field` the id column if there is
+      one, the other columns are metadata (as text). TSV is read without quote handling.
 
     A malformed line raises `DataFormatError` naming the file and line.
     """
@@ -49,13 +72,13 @@ def read_texts(path: str | os.PathLike[str], format: str = "auto", field: str = 
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        return [line.removesuffix("\r") for line in lines]
+        return [TextRecord(line.removesuffix("\r"), line=n) for n, line in enumerate(lines, start=1)]
     if kind == "jsonl":
-        return _jsonl(path, text, field)
-    return _delimited(path, text, field, "," if kind == "csv" else "\t")
+        return _jsonl(path, text, field, id_field)
+    return _delimited(path, text, field, id_field, "," if kind == "csv" else "\t")
 
 
-def _jsonl(path: Path, text: str, field: str) -> list[str]:
+def _jsonl(path: Path, text: str, field: str, id_field: str | None) -> list[TextRecord]:
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -70,11 +93,17 @@ def _jsonl(path: Path, text: str, field: str) -> list[str]:
             raise DataFormatError(
                 f"{path} line {number}: {field!r} is {type(record[field]).__name__}, not text"
             )
-        out.append(record[field])
+        doc_id = record.get(id_field) if id_field else None
+        if doc_id is not None:
+            if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+                raise DataFormatError(f"{path} line {number}: {id_field!r} must be text or an integer")
+            doc_id = str(doc_id)
+        metadata = {k: v for k, v in record.items() if k not in (field, id_field)}
+        out.append(TextRecord(record[field], doc_id, metadata, number))
     return out
 
 
-def _delimited(path: Path, text: str, field: str, delimiter: str) -> list[str]:
+def _delimited(path: Path, text: str, field: str, id_field: str | None, delimiter: str) -> list[TextRecord]:
     # CSV written by ordinary tools quotes fields; TSV corpora carry stray quotes that are text.
     reader = csv.reader(
         io.StringIO(text, newline=""),
@@ -88,11 +117,20 @@ def _delimited(path: Path, text: str, field: str, delimiter: str) -> list[str]:
     if field not in header:
         raise DataFormatError(f"{path} line 1: no column {field!r} in the header ({', '.join(header)})")
     column = header.index(field)
+    id_column = header.index(id_field) if id_field and id_field in header else None
     out = []
     for row in reader:
         if not row:
             continue
-        if len(row) <= column:
-            raise DataFormatError(f"{path} line {reader.line_num}: {len(row)} fields, no {field!r} column")
-        out.append(row[column])
+        if len(row) != len(header):
+            raise DataFormatError(
+                f"{path} line {reader.line_num}: {len(row)} fields, the header has {len(header)}"
+            )
+        metadata = {
+            name: value
+            for i, (name, value) in enumerate(zip(header, row, strict=True))
+            if i not in (column, id_column)
+        }
+        doc_id = row[id_column] if id_column is not None else None
+        out.append(TextRecord(row[column], doc_id, metadata, reader.line_num))
     return out

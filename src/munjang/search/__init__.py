@@ -1,7 +1,41 @@
-"""Search: exact semantic search over embeddings (arrays only, no model), and retrieve-and-rerank,
-which combines a bi-encoder and a cross-encoder given to it."""
+"""Search: exact and approximate dense indexes, BM25 with Korean morphology, hybrid fusion, reranking,
+and persistent collections that hold documents, metadata and every index in one folder.
 
-from .exact import Hit, semantic_search
+Everything below `Collection` works on arrays and token lists and knows nothing about the model.
+"""
+
+from .collection import AddResult, Collection, SearchHit
+from .exact import ExactIndex, Hit, semantic_search, top_k_exact
+from .filters import compile_filter
+from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
+from .lexical import BM25Index, LexicalHit
 from .rerank import RerankHit, RetrieveAndRerank
+from .store import CollectionError, Document
+from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
 
-__all__ = ["Hit", "RerankHit", "RetrieveAndRerank", "semantic_search"]
+__all__ = [
+    "AddResult",
+    "AutoTokenizer",
+    "BM25Index",
+    "Collection",
+    "CollectionError",
+    "Document",
+    "ExactIndex",
+    "FusedHit",
+    "Hit",
+    "KiwiTokenizer",
+    "LexicalHit",
+    "RerankHit",
+    "RetrieveAndRerank",
+    "SearchHit",
+    "Tokenizer",
+    "WordTokenizer",
+    "compile_filter",
+    "fuse",
+    "get_tokenizer",
+    "normalize_scores",
+    "reciprocal_rank_fusion",
+    "semantic_search",
+    "top_k_exact",
+    "weighted_fusion",
+]

@@ -1,6 +1,10 @@
 """Exact (brute-force) semantic search: score every corpus vector, keep the top k per query.
 
-The corpus is scored in chunks so memory stays at queries x chunk, not queries x corpus.
+Queries and corpus are both processed in chunks, so memory stays at
+query_chunk_size x corpus_chunk_size scores whatever the corpus size N. Each chunk keeps its own
+top k by partial selection (O(chunk), no full sort), and the running best is merged chunk by chunk.
+Ties are broken by the lower corpus row, also at the k-th place, so results are deterministic and
+equal a full stable sort of all N scores.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..similarity import _as_tensor, similarity
@@ -21,37 +26,220 @@ class Hit:
     score: float
 
 
+def _chunk_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row, the k best (score, column) pairs, best first, lower column first among equal scores.
+
+    topk alone may pick any of several equal scores at the k-th place; here everything strictly
+    above the k-th value is kept, then the lowest columns among those equal to it.
+    """
+    kth = torch.topk(scores, k, dim=1).values[:, -1:]
+    above = scores > kth
+    equal = scores == kth
+    need = k - above.sum(dim=1, keepdim=True)
+    chosen = above | (equal & (torch.cumsum(equal, dim=1) <= need))
+    columns = torch.nonzero(chosen)[:, 1].reshape(scores.shape[0], k)
+    values = torch.gather(scores, 1, columns)
+    order = torch.sort(-values, dim=1, stable=True).indices
+    return torch.gather(values, 1, order), torch.gather(columns, 1, order)
+
+
+def top_k_exact(
+    query_embeddings: Any,
+    corpus_embeddings: Any,
+    top_k: int = 10,
+    score_function: str = "cosine",
+    corpus_chunk_size: int = 100_000,
+    query_chunk_size: int = 1_000,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `top_k` corpus rows per query as arrays: (rows int64 (q, k), scores float32 (q, k)).
+
+    k is min(top_k, N). Rows are best first; equal scores keep the lower row first.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, not {top_k}")
+    for name, size in (("corpus_chunk_size", corpus_chunk_size), ("query_chunk_size", query_chunk_size)):
+        if size < 1:
+            raise ValueError(f"{name} must be at least 1, not {size}")
+    queries, _ = _as_tensor(query_embeddings)
+    corpus, _ = _as_tensor(corpus_embeddings)
+    if queries.shape[1] != corpus.shape[1]:
+        raise ValueError(f"embedding sizes differ: queries {queries.shape[1]}, corpus {corpus.shape[1]}")
+    n_queries, n_corpus = queries.shape[0], corpus.shape[0]
+    k = min(top_k, n_corpus)
+    rows = np.zeros((n_queries, k), dtype=np.int64)
+    scores = np.zeros((n_queries, k), dtype=np.float32)
+    if k == 0:
+        return rows, scores
+    for q_start in range(0, n_queries, query_chunk_size):
+        query_chunk = queries[q_start : q_start + query_chunk_size]
+        best_scores: torch.Tensor | None = None
+        best_rows: torch.Tensor | None = None
+        for c_start in range(0, n_corpus, corpus_chunk_size):
+            chunk = corpus[c_start : c_start + corpus_chunk_size]
+            chunk_scores = similarity(query_chunk, chunk, score_function).float()
+            values, columns = _chunk_top_k(chunk_scores, min(k, chunk.shape[0]))
+            columns = columns + c_start
+            if best_scores is None or best_rows is None:
+                best_scores, best_rows = values, columns
+                continue
+            # Earlier chunks hold lower rows, so a stable sort keeps equal scores in row order.
+            merged_scores = torch.cat([best_scores, values], dim=1)
+            merged_rows = torch.cat([best_rows, columns], dim=1)
+            order = torch.sort(-merged_scores, dim=1, stable=True).indices[:, :k]
+            best_scores = torch.gather(merged_scores, 1, order)
+            best_rows = torch.gather(merged_rows, 1, order)
+        assert best_scores is not None and best_rows is not None
+        end = q_start + query_chunk.shape[0]
+        scores[q_start:end] = best_scores.cpu().numpy()
+        rows[q_start:end] = best_rows.cpu().numpy()
+    return rows, scores
+
+
 def semantic_search(
     query_embeddings: Any,
     corpus_embeddings: Any,
     top_k: int = 10,
     score_function: str = "cosine",
     corpus_chunk_size: int = 100_000,
+    query_chunk_size: int = 1_000,
 ) -> list[list[Hit]]:
     """For each query, the `top_k` corpus rows by `score_function`, best first.
 
     Ties keep the lower corpus id first, so results are deterministic.
     """
-    if top_k < 1:
-        raise ValueError(f"top_k must be at least 1, not {top_k}")
-    queries, _ = _as_tensor(query_embeddings)
-    corpus, _ = _as_tensor(corpus_embeddings)
-    if corpus.shape[0] == 0:
-        return [[] for _ in range(queries.shape[0])]
-    k = min(top_k, corpus.shape[0])
-    best_scores = torch.full((queries.shape[0], 0), float("-inf"))
-    best_ids = torch.zeros((queries.shape[0], 0), dtype=torch.long)
-    for start in range(0, corpus.shape[0], corpus_chunk_size):
-        chunk = corpus[start : start + corpus_chunk_size]
-        scores = similarity(queries, chunk, score_function).float().cpu()
-        ids = torch.arange(start, start + chunk.shape[0]).expand(queries.shape[0], -1)
-        all_scores = torch.cat([best_scores, scores], dim=1)
-        all_ids = torch.cat([best_ids, ids], dim=1)
-        # Stable sort on -score keeps equal scores in corpus order.
-        order = torch.sort(-all_scores, dim=1, stable=True).indices[:, :k]
-        best_scores = torch.gather(all_scores, 1, order)
-        best_ids = torch.gather(all_ids, 1, order)
+    rows, scores = top_k_exact(
+        query_embeddings, corpus_embeddings, top_k, score_function, corpus_chunk_size, query_chunk_size
+    )
     return [
-        [Hit(int(i), float(s)) for i, s in zip(ids_row.tolist(), scores_row.tolist(), strict=True)]
-        for ids_row, scores_row in zip(best_ids, best_scores, strict=True)
+        [Hit(int(i), float(s)) for i, s in zip(row, score, strict=True)]
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
     ]
+
+
+class ExactIndex:
+    """Brute-force index over labelled vectors, with the add/remove/search contract of `HNSWIndex`.
+
+    Rows are kept in ascending label order (labels only grow in a collection), so equal scores
+    return the lower label first. Vectors live in a growable buffer (amortised O(1) append);
+    `remove` compacts in one O(N) pass per call, so callers remove in batches.
+    """
+
+    METRICS = ("cosine", "dot")
+
+    def __init__(self, dim: int, metric: str = "cosine") -> None:
+        if dim < 1:
+            raise ValueError(f"dim must be at least 1, not {dim}")
+        if metric not in self.METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(self.METRICS)}")
+        self.dim = dim
+        self.metric = metric
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._labels = np.zeros(0, dtype=np.int64)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, label: object) -> bool:
+        if not isinstance(label, (int, np.integer)):
+            return False
+        pos = np.searchsorted(self.ids(), label)
+        return bool(pos < self._size and self._labels[pos] == label)
+
+    def ids(self) -> np.ndarray:
+        return self._labels[: self._size]
+
+    def vectors(self) -> np.ndarray:
+        """The stored vectors (normalized under cosine), in label order; a view, do not modify."""
+        return self._vectors[: self._size]
+
+    def memory_bytes(self) -> int:
+        return int(self._vectors.nbytes + self._labels.nbytes)
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"kind": "exact", "dim": self.dim, "metric": self.metric}
+
+    def add(self, ids: Any, vectors: Any) -> None:
+        """Append labelled vectors; a label already present is replaced."""
+        labels = np.asarray(ids, dtype=np.int64).reshape(-1)
+        data = np.asarray(vectors, dtype=np.float32)
+        if data.ndim == 1:
+            data = data.reshape(1, -1)
+        if data.ndim != 2 or data.shape[1] != self.dim:
+            raise ValueError(f"expected vectors of shape (n, {self.dim}), got {data.shape}")
+        if data.shape[0] != labels.shape[0]:
+            raise ValueError(f"{labels.shape[0]} ids for {data.shape[0]} vectors")
+        if len(np.unique(labels)) != len(labels):
+            raise ValueError("ids repeat within one add")
+        if (labels < 0).any():
+            raise ValueError("ids must be non-negative")
+        if labels.size == 0:
+            return
+        if not np.isfinite(data).all():
+            raise ValueError("vectors contain NaN or infinite values")
+        if self.metric == "cosine":
+            norms = np.linalg.norm(data, axis=1, keepdims=True)
+            data = (data / np.where(norms == 0, 1, norms)).astype(np.float32)
+        present = np.isin(labels, self.ids())
+        if present.any():
+            self.remove(labels[present])
+        order = np.argsort(labels, kind="stable")
+        labels, data = labels[order], data[order]
+        if self._size and labels[0] < self._labels[self._size - 1]:
+            merged_labels = np.concatenate([self.ids(), labels])
+            merged = np.concatenate([self.vectors(), data])
+            keep = np.argsort(merged_labels, kind="stable")
+            self._labels, self._vectors, self._size = merged_labels[keep], merged[keep], len(keep)
+            return
+        needed = self._size + len(labels)
+        if needed > len(self._labels):
+            capacity = max(needed, 2 * len(self._labels), 1024)
+            grown = np.zeros((capacity, self.dim), dtype=np.float32)
+            grown[: self._size] = self.vectors()
+            grown_labels = np.zeros(capacity, dtype=np.int64)
+            grown_labels[: self._size] = self.ids()
+            self._vectors, self._labels = grown, grown_labels
+        self._vectors[self._size : needed] = data
+        self._labels[self._size : needed] = labels
+        self._size = needed
+
+    def remove(self, ids: Any) -> int:
+        """Remove labels (absent ones are ignored); returns how many were removed."""
+        labels = np.asarray(ids, dtype=np.int64).reshape(-1)
+        keep = ~np.isin(self.ids(), labels)
+        removed = int(self._size - keep.sum())
+        if removed:
+            self._vectors = self.vectors()[keep].copy()
+            self._labels = self.ids()[keep].copy()
+            self._size = len(self._labels)
+        return removed
+
+    def search(
+        self, queries: Any, k: int, allowed: np.ndarray | None = None, corpus_chunk_size: int = 100_000
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(labels (q, k) int64 padded with -1, scores (q, k) float32), best first.
+
+        `allowed` (labels) restricts the search to those vectors, for metadata filters.
+        """
+        query = np.asarray(queries, dtype=np.float32)
+        if query.ndim == 1:
+            query = query.reshape(1, -1)
+        if query.ndim != 2 or query.shape[1] != self.dim:
+            raise ValueError(f"expected queries of shape (q, {self.dim}), got {query.shape}")
+        labels, vectors = self.ids(), self.vectors()
+        if allowed is not None:
+            keep = np.flatnonzero(np.isin(labels, np.asarray(allowed, dtype=np.int64)))
+            labels, vectors = labels[keep], vectors[keep]
+        out_labels = np.full((query.shape[0], k), -1, dtype=np.int64)
+        out_scores = np.full((query.shape[0], k), -np.inf, dtype=np.float32)
+        if len(labels) == 0:
+            return out_labels, out_scores
+        if self.metric == "cosine":
+            norms = np.linalg.norm(query, axis=1, keepdims=True)
+            query = (query / np.where(norms == 0, 1, norms)).astype(np.float32)
+        # Stored vectors are already normalized under cosine, so a dot product is the cosine.
+        rows, scores = top_k_exact(query, vectors, k, "dot", corpus_chunk_size=corpus_chunk_size)
+        found = rows.shape[1]
+        out_labels[:, :found] = labels[rows]
+        out_scores[:, :found] = scores
+        return out_labels, out_scores

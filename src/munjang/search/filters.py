@@ -1,0 +1,133 @@
+"""Metadata filters: a small Mongo-like query language compiled to an SQLite WHERE clause.
+
+    {"lang": "ko"}                                  equality (AND over keys)
+    {"year": {"$gte": 2015, "$lt": 2020}}           $eq $ne $gt $gte $lt $lte
+    {"genre": {"$in": ["news", "forum"]}}           $in $nin
+    {"source": {"$exists": true}}                   key present (any value, null included)
+    {"$or": [{...}, {...}]}, {"$and": [...]}, {"$not": {...}}
+    {"meta.author": "kim"}                          dotted keys reach into nested objects
+
+Keys are checked against a strict pattern and values are bound as SQL parameters, so a filter can
+never inject SQL. Comparisons follow SQLite's JSON semantics: true/false compare as 1/0, a missing
+key matches only $ne/$nin/$not (as in MongoDB).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+_COMPARE = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_SCALARS = (str, int, float, bool)
+
+
+def _path(key: str) -> str:
+    if not _KEY.match(key):
+        raise ValueError(
+            f"bad filter key {key!r}: use letters, digits, '_' and '-', with '.' between nested keys"
+        )
+    return "$." + ".".join(f'"{part}"' for part in key.split("."))
+
+
+def _scalar(value: Any, key: str, op: str) -> Any:
+    if value is not None and not isinstance(value, _SCALARS):
+        raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
+    return int(value) if isinstance(value, bool) else value
+
+
+def _condition(key: str, op: str, value: Any, column: str, params: list[Any]) -> str:
+    path = _path(key)
+    extract = f"json_extract({column}, ?)"
+    if op == "$exists":
+        if not isinstance(value, bool):
+            raise ValueError(f"filter {key!r} $exists takes true or false, got {value!r}")
+        params.append(path)
+        return f"json_type({column}, ?) IS {'NOT ' if value else ''}NULL"
+    if op in ("$in", "$nin"):
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ValueError(f"filter {key!r} {op} takes a non-empty list, got {value!r}")
+        values = [_scalar(v, key, op) for v in value]
+        params.append(path)
+        params.extend(values)
+        marks = ", ".join("?" * len(values))
+        if op == "$in":
+            return f"{extract} IN ({marks})"
+        params.append(path)
+        return f"({extract} NOT IN ({marks}) OR json_type({column}, ?) IS NULL)"
+    if op not in _COMPARE:
+        known = ", ".join([*_COMPARE, "$in", "$nin", "$exists"])
+        raise ValueError(f"unknown filter operator {op!r} on {key!r}; known: {known}")
+    value = _scalar(value, key, op)
+    if value is None:
+        if op not in ("$eq", "$ne"):
+            raise ValueError(f"filter {key!r} {op} cannot compare with null")
+        params.append(path)
+        return f"{extract} IS {'NOT ' if op == '$ne' else ''}NULL"
+    params.append(path)
+    params.append(value)
+    if op == "$ne":
+        params.append(path)
+        return f"({extract} != ? OR json_type({column}, ?) IS NULL)"
+    return f"{extract} {_COMPARE[op]} ?"
+
+
+def _clause(spec: Mapping[str, Any], column: str, params: list[Any]) -> str:
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"a filter must be an object, got {spec!r}")
+    parts: list[str] = []
+    for key, value in spec.items():
+        if key in ("$and", "$or"):
+            if not isinstance(value, (list, tuple)) or not value:
+                raise ValueError(f"{key} takes a non-empty list of filters, got {value!r}")
+            joined = f" {key[1:].upper()} ".join(_clause(v, column, params) for v in value)
+            parts.append(f"({joined})")
+        elif key == "$not":
+            parts.append(f"NOT ({_clause(value, column, params)})")
+        elif key.startswith("$"):
+            raise ValueError(f"unknown filter operator {key!r} at the top level; use $and, $or or $not")
+        elif isinstance(value, Mapping):
+            if not value:
+                raise ValueError(f"filter {key!r} has an empty operator object")
+            parts.extend(_condition(key, op, v, column, params) for op, v in value.items())
+        else:
+            parts.append(_condition(key, "$eq", value, column, params))
+    return "(" + " AND ".join(parts) + ")" if parts else "1"
+
+
+def compile_filter(spec: Mapping[str, Any] | None, column: str = "metadata") -> tuple[str, list[Any]]:
+    """SQL condition and its parameters for a filter over a JSON `column`; no filter matches all."""
+    params: list[Any] = []
+    if spec is None:
+        return "1", params
+    return _clause(spec, column, params), params
+
+
+def parse_filter_args(args: list[str]) -> dict[str, Any] | None:
+    """CLI filters: each `key=value` (value read as JSON when it parses, else as text) or one JSON
+    object; several arguments are combined with AND."""
+    if not args:
+        return None
+    parts: list[dict[str, Any]] = []
+    for arg in args:
+        text = arg.strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"--filter {arg!r} is not valid JSON: {e}") from None
+            parts.append(parsed)
+            continue
+        key, sep, raw = text.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--filter {arg!r}: expected key=value or a JSON object")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        parts.append({key.strip(): value})
+    combined = parts[0] if len(parts) == 1 else {"$and": parts}
+    compile_filter(combined)
+    return combined

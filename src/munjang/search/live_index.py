@@ -1,0 +1,162 @@
+"""Indexes kept in step with a collection's document store.
+
+Each index remembers the store `Watermark` it has applied. `sync` reads, in one snapshot of the
+database, the documents added and the labels deleted since then and applies them. Adds replace and
+removes ignore absent labels, so applying a change twice is harmless: an index saved at any moment
+(or lost) is brought up to date by replaying from its watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .exact import ExactIndex
+from .store import DocumentStore, Watermark
+
+
+class VectorIndex(Protocol):
+    """What ExactIndex and HNSWIndex share: labelled vectors, top-k search, larger score = better."""
+
+    def __len__(self) -> int: ...
+    def add(self, ids: Any, vectors: Any) -> None: ...
+    def remove(self, ids: Any) -> Any: ...
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def ids(self) -> np.ndarray: ...
+    def memory_bytes(self) -> int: ...
+
+
+def _replay(store: DocumentStore, index: VectorIndex, model: str, dim: int, since: Watermark) -> Watermark:
+    store.conn.execute("BEGIN")
+    try:
+        now = store.watermark()
+        if now.deletion > since.deletion:
+            removed = store.deletions_after(since.deletion)
+            if len(removed):
+                index.remove(removed)
+        if now.label > since.label:
+            for labels, vectors in store.vectors_after(model, dim, since.label):
+                index.add(labels, vectors)
+    finally:
+        store.conn.execute("COMMIT")
+    return now
+
+
+class DenseIndex:
+    """The collection's vector index: exact (in memory, rebuilt from the store on open) or HNSW
+    (saved in the folder, caught up from the store on open)."""
+
+    FILE = re.compile(r"^dense-(\d+)-(\d+)\.hnsw$")
+
+    def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
+        if kind not in ("exact", "hnsw"):
+            raise ValueError(f"unknown index kind {kind!r}; choose exact or hnsw")
+        self.kind, self.dim, self.metric, self.model, self.hnsw = kind, dim, metric, model, hnsw
+        self.index: Any = None
+        self.watermark = Watermark()
+        self.saved = Watermark()
+
+    def _new(self) -> Any:
+        if self.kind == "exact":
+            return ExactIndex(self.dim, self.metric)
+        from .ann import HNSWIndex
+
+        return HNSWIndex(self.dim, metric=self.metric, **self.hnsw)
+
+    def load(self, folder: Path) -> None:
+        """The newest saved HNSW file whose name carries its watermark, else an empty index."""
+        self.index = self._new()
+        self.watermark = self.saved = Watermark()
+        if self.kind != "hnsw":
+            return
+        from .ann import HNSWIndex
+
+        for path in sorted(
+            self._saved_files(folder),
+            key=lambda p: (self._mark(p).label, self._mark(p).deletion),
+            reverse=True,
+        ):
+            try:
+                self.index = HNSWIndex.load(path)
+            except Exception:  # a damaged derived file is rebuilt from the store
+                continue
+            self.watermark = self.saved = self._mark(path)
+            return
+
+    def _saved_files(self, folder: Path) -> list[Path]:
+        return [p for p in folder.iterdir() if self.FILE.match(p.name)]
+
+    def _mark(self, path: Path) -> Watermark:
+        match = self.FILE.match(path.name)
+        assert match is not None
+        return Watermark(int(match.group(1)), int(match.group(2)))
+
+    def sync(self, store: DocumentStore) -> bool:
+        """Apply what the store changed since the watermark; True if anything was applied."""
+        if self.index is None:
+            self.index = self._new()
+        now = store.watermark()
+        if now == self.watermark:
+            return False
+        self.watermark = _replay(store, self.index, self.model, self.dim, self.watermark)
+        return True
+
+    def save(self, folder: Path) -> None:
+        """Write the HNSW graph under a name that records its watermark, then drop older files.
+
+        The save itself is atomic (temporary file, then rename), so a crash leaves either the old
+        file or the new one, and whichever is found is caught up from the store on open."""
+        if self.kind != "hnsw" or self.index is None or self.saved == self.watermark:
+            return
+        mark = self.watermark
+        target = folder / f"dense-{mark.label}-{mark.deletion}.hnsw"
+        self.index.save(target)
+        self.saved = mark
+        for path in self._saved_files(folder):
+            if path != target:
+                for extra in (path, *path.parent.glob(path.name + ".*")):
+                    if extra.exists():
+                        os.unlink(extra)
+
+
+class LexicalIndex:
+    """BM25 over the stored tokens; rebuilt from the store when it changed (bm25s has no
+    incremental add). The tokens are stored per document, so a rebuild never re-tokenizes."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.bm25: Any = None
+        self.labels = np.zeros(0, dtype=np.int64)
+        self.watermark: Watermark | None = None
+
+    def sync(self, store: DocumentStore) -> bool:
+        now = store.watermark()
+        if self.watermark == now and self.bm25 is not None:
+            return False
+        from .lexical import BM25Index
+
+        store.conn.execute("BEGIN")
+        try:
+            now = store.watermark()
+            labels, tokens = store.tokens()
+        finally:
+            store.conn.execute("COMMIT")
+        bm25 = BM25Index(**self.config)
+        if tokens:
+            bm25.index_tokens(tokens)
+        self.bm25, self.labels, self.watermark = bm25, labels, now
+        return True
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, ensure_ascii=False, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

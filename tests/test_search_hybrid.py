@@ -1,0 +1,67 @@
+"""Hybrid fusion: RRF and weighted fusion against hand-computed values, tie order, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from munjang.search.hybrid import fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
+
+DENSE = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+LEXICAL = [("c", 12.0), ("d", 7.0), ("a", 2.0)]
+
+
+def test_rrf_equals_the_formula() -> None:
+    fused = reciprocal_rank_fusion([DENSE, LEXICAL], k=60)
+    want = {"a": 1 / 61 + 1 / 63, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 62}
+    assert {h.key: h.score for h in fused} == pytest.approx(want)
+    # a and c tie on score and best rank (1); a comes first because the dense list was given first.
+    assert [h.key for h in fused] == ["a", "c", "b", "d"]
+    assert fused[0].ranks == (1, 3) and fused[0].scores == (0.9, 2.0)
+    assert fused[2].ranks == (2, None) and fused[2].scores == (0.8, None)
+
+
+def test_rrf_weights_and_top_k() -> None:
+    fused = reciprocal_rank_fusion([DENSE, LEXICAL], k=0, weights=[0.0, 1.0], top_k=2)
+    assert [h.key for h in fused] == ["c", "d"]
+    assert fused[0].score == pytest.approx(1.0)
+
+
+def test_weighted_minmax_fills_missing_with_the_list_floor() -> None:
+    fused = weighted_fusion([DENSE, LEXICAL], weights=[0.5, 0.5])
+    dense_n = {"a": 1.0, "b": 0.7 / 0.8, "c": 0.0}
+    lex_n = {"c": 1.0, "d": 0.5, "a": 0.0}
+    want = {key: 0.5 * dense_n.get(key, 0.0) + 0.5 * lex_n.get(key, 0.0) for key in "abcd"}
+    assert {h.key: h.score for h in fused} == pytest.approx(want)
+    assert [h.key for h in fused] == ["a", "c", "b", "d"]
+
+
+def test_weighted_zscore_and_none() -> None:
+    z = weighted_fusion([DENSE], normalization="zscore")
+    values = np.array([0.9, 0.8, 0.1])
+    np.testing.assert_allclose([h.score for h in z], (values - values.mean()) / values.std())
+    raw = fuse([DENSE, LEXICAL], method="weighted", normalization="none", weights=[1.0, 0.1])
+    assert raw[0].key == "c" and raw[0].score == pytest.approx(0.1 + 1.2)
+
+
+def test_normalize_constant_and_empty_lists() -> None:
+    assert normalize_scores([3.0, 3.0]).tolist() == [1.0, 1.0]
+    assert normalize_scores([3.0, 3.0], "zscore").tolist() == [0.0, 0.0]
+    assert normalize_scores([]).size == 0
+    assert reciprocal_rank_fusion([[], []]) == []
+    assert [h.key for h in weighted_fusion([[], LEXICAL])] == ["c", "d", "a"]
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(ValueError, match="2 weights for 1"):
+        reciprocal_rank_fusion([DENSE], weights=[1, 1])
+    with pytest.raises(ValueError, match="non-negative"):
+        weighted_fusion([DENSE], weights=[-1])
+    with pytest.raises(ValueError, match="twice"):
+        reciprocal_rank_fusion([[("a", 1.0), ("a", 0.5)]])
+    with pytest.raises(ValueError, match="unknown fusion"):
+        fuse([DENSE], method="max")
+    with pytest.raises(ValueError, match="unknown normalization"):
+        normalize_scores([1.0], "l2")
+    with pytest.raises(ValueError, match="finite"):
+        normalize_scores([float("nan")])
