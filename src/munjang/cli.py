@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_options import (
     BatchOption,
@@ -41,6 +42,7 @@ app = typer.Typer(
 eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(index_app, name="index")
+register_applications(app)
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
@@ -180,6 +182,38 @@ def eval_sts(
             typer.echo(f"  {name:<10} {pearson:8.2f} {spearman:9.2f}")
     primary = evaluator.primary_metric or "spearman_cosine"
     typer.echo(f"  primary: {primary} = {metrics[primary] * 100:.2f}")
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    data: Annotated[Path, typer.Option(help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).")],
+    split: Annotated[str, typer.Option(help="The qrels split.")] = "test",
+    model: ModelOption = None,
+    batch_size: BatchOption = 32,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+) -> None:
+    """Recall@k, MRR@10, nDCG@10 and MAP of an encoder on a BEIR-format retrieval set."""
+    from .data import load_beir
+    from .evaluation import InformationRetrievalEvaluator
+
+    retrieval = load_beir(data, split)
+    encoder = _load(model, device)
+    evaluator = InformationRetrievalEvaluator.from_data(
+        retrieval, batch_size=batch_size, show_progress_bar=len(retrieval.corpus) > 1000
+    )
+    start = time.perf_counter()
+    metrics = evaluator(encoder)
+    seconds = time.perf_counter() - start
+    if as_json:
+        typer.echo(
+            json.dumps({"data": str(data), **retrieval.stats(), "seconds": seconds, **metrics}, indent=2)
+        )
+        return
+    stats = retrieval.stats()
+    typer.echo(f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents, {seconds:.1f} s")
+    for name, value in metrics.items():
+        typer.echo(f"  {name:<24}{value:.4f}")
 
 
 def _load_cross_encoder(model: str, device: str | None) -> Any:

@@ -3,6 +3,7 @@
 from .binary_classification import BinaryClassificationEvaluator
 from .label_accuracy import LabelAccuracyEvaluator
 from .mse import MSEEvaluator
+from .retrieval import InformationRetrievalEvaluator, evaluate_rankings, evaluate_rankings_per_query
 from .sequential import SequentialEvaluator
 from .sts import STSEvaluator
 from .translation import TranslationEvaluator
@@ -10,10 +11,13 @@ from .triplet import TripletEvaluator
 
 __all__ = [
     "BinaryClassificationEvaluator",
+    "InformationRetrievalEvaluator",
     "LabelAccuracyEvaluator",
     "MSEEvaluator",
     "STSEvaluator",
     "SequentialEvaluator",
     "TranslationEvaluator",
     "TripletEvaluator",
+    "evaluate_rankings",
+    "evaluate_rankings_per_query",
 ]
