@@ -10,8 +10,10 @@ through `munjang.search.Collection`, the same path as `munjang index search`.
     python bench/search_quality.py --cross-encoder runs/ce-relevance-e5/final
 
 e5 is used with its "query: " prompt on both sides (paraphrase retrieval is a symmetric task, as the e5 card
-advises). The rerank rows need a cross-encoder folder: bench/cross_encoder_relevance.py trains the default
-one (runs/ce-relevance-e5/final); without it they are left out and the JSON says so.
+advises). The cross-encoder re-orders the --rerank-k (10) best hybrid results (on --rerank-sets, default
+KorSTS only: the cross-encoders here are trained on Korean). The rerank rows need a cross-encoder folder:
+bench/cross_encoder_relevance.py trains the default one (runs/ce-relevance-e5/final); without it they are
+left out and the JSON says so.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def tune_fusion(col: Collection, data: Any) -> dict[str, Any]:
     return {"grid": grid, "best_dense_weight": best}
 
 
-def _methods(rerank: Any, best: dict[str, float]) -> dict[str, dict[str, Any]]:
+def _methods(rerank: Any, best: dict[str, float], rerank_k: int) -> dict[str, dict[str, Any]]:
     rrf = {"mode": "hybrid", "fusion": "rrf", "weights": [best["rrf"], 1 - best["rrf"]]}
     weighted = {"mode": "hybrid", "fusion": "weighted", "weights": [best["weighted"], 1 - best["weighted"]]}
     methods: dict[str, dict[str, Any]] = {
@@ -98,12 +100,13 @@ def _methods(rerank: Any, best: dict[str, float]) -> dict[str, dict[str, Any]]:
         "hybrid_weighted_tuned": weighted,
     }
     if rerank is not None:
-        methods["hybrid_rrf_tuned_rerank"] = {**rrf, "rerank": rerank, "rerank_k": 30}
-        methods["dense_rerank"] = {"mode": "dense", "rerank": rerank, "rerank_k": 30, "candidates": 30}
+        methods["hybrid_weighted_tuned_rerank"] = {**weighted, "rerank": rerank, "rerank_k": rerank_k}
     return methods
 
 
-def run_set(name: str, encoder: Any, encoder_path: str, rerank: Any, workdir: Path) -> dict[str, Any]:
+def run_set(
+    name: str, encoder: Any, encoder_path: str, rerank: Any, rerank_k: int, workdir: Path
+) -> dict[str, Any]:
     test_file, lang = SETS[name]
     dev = sts_retrieval_set(shared_data_dir() / test_file.replace("sts-test", "sts-dev"))
     test = sts_retrieval_set(shared_data_dir() / test_file)
@@ -118,7 +121,7 @@ def run_set(name: str, encoder: Any, encoder_path: str, rerank: Any, workdir: Pa
     start = time.perf_counter()
     col = _collection(test, workdir / name, encoder, encoder_path)
     out["index_seconds"] = round(time.perf_counter() - start, 2)
-    for method, options in _methods(rerank, tuning["best_dense_weight"]).items():
+    for method, options in _methods(rerank, tuning["best_dense_weight"], rerank_k).items():
         start = time.perf_counter()
         results = col.search(texts, k=100, **{"candidates": 100, **options})
         seconds = time.perf_counter() - start
@@ -144,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--encoder", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
     parser.add_argument("--cross-encoder", default="runs/ce-relevance-e5/final")
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument(
+        "--rerank-k", type=int, default=10, help="hybrid candidates the cross-encoder re-orders"
+    )
+    parser.add_argument("--rerank-sets", nargs="*", default=["korsts"], choices=list(SETS))
     parser.add_argument("--name", default="search_quality")
     args = parser.parse_args(argv)
     env = print_environment()
@@ -156,11 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.sets:
-            results[name] = run_set(name, encoder, args.encoder, rerank, Path(tmp))
+            cross = rerank if name in args.rerank_sets else None
+            results[name] = run_set(name, encoder, args.encoder, cross, args.rerank_k, Path(tmp))
     payload = {
         "encoder": args.encoder,
         "cross_encoder": args.cross_encoder if rerank is not None else None,
         "prompts": {"query": "query", "document": "query"},
+        "rerank_k": args.rerank_k,
+        "rerank_sets": args.rerank_sets if rerank is not None else [],
         "results": results,
     }
     path = write_result(args.name, payload, env)

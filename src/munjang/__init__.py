@@ -12,11 +12,13 @@ from .errors import (
     MunjangError,
 )
 from .modules import Dense, Normalize, Pooling, Transformer
+from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Collection",
     "CorruptModelError",
     "CrossEncoder",
     "DataFormatError",

@@ -43,6 +43,61 @@ def _chunk_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tens
     return torch.gather(values, 1, order), torch.gather(columns, 1, order)
 
 
+def _numpy_chunk_top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_chunk_top_k` for numpy scores: argpartition (O(n)), then the exact tie rule only for the
+    rows where the k-th value also occurs outside the chosen k."""
+    n = scores.shape[1]
+    if k < n:
+        columns = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    else:
+        columns = np.broadcast_to(np.arange(n), scores.shape).copy()
+    values = np.take_along_axis(scores, columns, axis=1)
+    kth = values.min(axis=1, keepdims=True)
+    ambiguous = np.flatnonzero((scores == kth).sum(axis=1) > (values == kth).sum(axis=1))
+    for row in ambiguous:
+        above = np.flatnonzero(scores[row] > kth[row])
+        equal = np.flatnonzero(scores[row] == kth[row])[: k - len(above)]
+        columns[row] = np.concatenate([above, equal])
+        values[row] = scores[row, columns[row]]
+    # Best first; among equal scores the lower column first.
+    by_column = np.argsort(columns, axis=1, kind="stable")
+    columns = np.take_along_axis(columns, by_column, axis=1)
+    values = np.take_along_axis(values, by_column, axis=1)
+    order = np.argsort(-values, axis=1, kind="stable")
+    return np.take_along_axis(values, order, axis=1), np.take_along_axis(columns, order, axis=1)
+
+
+def _as_numpy_rows(x: Any) -> np.ndarray | None:
+    """A float32 numpy view of CPU inputs (None for accelerator tensors, which stay in torch)."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu":
+            return None
+        x = x.detach().numpy()
+    array = np.asarray(x, dtype=np.float32)
+    return array.reshape(1, -1) if array.ndim == 1 else array
+
+
+def _normalized(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+
+
+def _merge(best: tuple[Any, Any] | None, new: tuple[Any, Any], k: int, lib: Any) -> tuple[Any, Any]:
+    """Merge two (values, columns) top-k sets; `best` holds lower columns, so a stable sort on
+    -value keeps equal scores in column order."""
+    if best is None:
+        return new
+    if lib is np:
+        values = np.concatenate([best[0], new[0]], 1)
+        columns = np.concatenate([best[1], new[1]], 1)
+        order = np.argsort(-values, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(values, order, 1), np.take_along_axis(columns, order, 1)
+    values_t = torch.cat([best[0], new[0]], 1)
+    columns_t = torch.cat([best[1], new[1]], 1)
+    order_t = torch.sort(-values_t, dim=1, stable=True).indices[:, :k]
+    return torch.gather(values_t, 1, order_t), torch.gather(columns_t, 1, order_t)
+
+
 def top_k_exact(
     query_embeddings: Any,
     corpus_embeddings: Any,
@@ -53,7 +108,8 @@ def top_k_exact(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The `top_k` corpus rows per query as arrays: (rows int64 (q, k), scores float32 (q, k)).
 
-    k is min(top_k, N). Rows are best first; equal scores keep the lower row first.
+    k is min(top_k, N). Rows are best first; equal scores keep the lower row first. Cosine and dot
+    on CPU run in numpy (BLAS matmul + argpartition); other functions and accelerator tensors in torch.
     """
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, not {top_k}")
@@ -70,28 +126,37 @@ def top_k_exact(
     scores = np.zeros((n_queries, k), dtype=np.float32)
     if k == 0:
         return rows, scores
+    np_queries, np_corpus = _as_numpy_rows(queries), _as_numpy_rows(corpus)
+    use_numpy = score_function in ("cosine", "dot") and np_queries is not None and np_corpus is not None
     for q_start in range(0, n_queries, query_chunk_size):
-        query_chunk = queries[q_start : q_start + query_chunk_size]
-        best_scores: torch.Tensor | None = None
-        best_rows: torch.Tensor | None = None
+        q_end = min(q_start + query_chunk_size, n_queries)
+        best: tuple[Any, Any] | None = None
         for c_start in range(0, n_corpus, corpus_chunk_size):
-            chunk = corpus[c_start : c_start + corpus_chunk_size]
-            chunk_scores = similarity(query_chunk, chunk, score_function).float()
-            values, columns = _chunk_top_k(chunk_scores, min(k, chunk.shape[0]))
-            columns = columns + c_start
-            if best_scores is None or best_rows is None:
-                best_scores, best_rows = values, columns
-                continue
-            # Earlier chunks hold lower rows, so a stable sort keeps equal scores in row order.
-            merged_scores = torch.cat([best_scores, values], dim=1)
-            merged_rows = torch.cat([best_rows, columns], dim=1)
-            order = torch.sort(-merged_scores, dim=1, stable=True).indices[:, :k]
-            best_scores = torch.gather(merged_scores, 1, order)
-            best_rows = torch.gather(merged_rows, 1, order)
-        assert best_scores is not None and best_rows is not None
-        end = q_start + query_chunk.shape[0]
-        scores[q_start:end] = best_scores.cpu().numpy()
-        rows[q_start:end] = best_rows.cpu().numpy()
+            c_end = min(c_start + corpus_chunk_size, n_corpus)
+            chunk_k = min(k, c_end - c_start)
+            if use_numpy:
+                assert np_queries is not None and np_corpus is not None
+                q, c = np_queries[q_start:q_end], np_corpus[c_start:c_end]
+                if score_function == "cosine":
+                    # Dividing the scores by the corpus norms avoids writing a normalized corpus copy.
+                    norms = np.sqrt(np.einsum("ij,ij->i", c, c))
+                    chunk_scores_np = (_normalized(q) @ c.T) / np.where(norms == 0, 1, norms)
+                else:
+                    chunk_scores_np = q @ c.T
+                values, columns = _numpy_chunk_top_k(chunk_scores_np.astype(np.float32, copy=False), chunk_k)
+                best = _merge(best, (values, columns + c_start), k, np)
+            else:
+                chunk_scores = similarity(
+                    queries[q_start:q_end], corpus[c_start:c_end], score_function
+                ).float()
+                values_t, columns_t = _chunk_top_k(chunk_scores, chunk_k)
+                best = _merge(best, (values_t, columns_t + c_start), k, torch)
+        assert best is not None
+        found_scores, found_rows = best
+        if isinstance(found_scores, torch.Tensor):
+            found_scores, found_rows = found_scores.cpu().numpy(), found_rows.cpu().numpy()
+        scores[q_start:q_end] = found_scores
+        rows[q_start:q_end] = found_rows
     return rows, scores
 
 

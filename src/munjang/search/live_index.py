@@ -8,7 +8,6 @@ removes ignore absent labels, so applying a change twice is harmless: an index s
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -151,12 +150,3 @@ class LexicalIndex:
             bm25.index_tokens(tokens)
         self.bm25, self.labels, self.watermark = bm25, labels, now
         return True
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(payload, f, ensure_ascii=False, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
