@@ -94,8 +94,8 @@ def _methods(rerank: Any, best: dict[str, float], rerank_k: int) -> dict[str, di
     methods: dict[str, dict[str, Any]] = {
         "bm25": {"mode": "lexical"},
         "dense": {"mode": "dense"},
-        "hybrid_rrf_equal": {"mode": "hybrid", "fusion": "rrf"},
-        "hybrid_weighted_equal": {"mode": "hybrid", "fusion": "weighted"},
+        "hybrid_rrf_equal": {"mode": "hybrid", "fusion": "rrf", "weights": [0.5, 0.5]},
+        "hybrid_weighted_equal": {"mode": "hybrid", "fusion": "weighted", "weights": [0.5, 0.5]},
         "hybrid_rrf_tuned": rrf,
         "hybrid_weighted_tuned": weighted,
     }

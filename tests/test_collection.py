@@ -127,12 +127,14 @@ def test_lexical_search_uses_korean_morphology(col: Collection) -> None:
 
 
 def test_hybrid_fuses_both_lists_per_query_settings(col: Collection) -> None:
-    rrf = col.search("stock market", k=6, mode="hybrid")
+    rrf = col.search("stock market", k=6, mode="hybrid", fusion="rrf", weights=[1.0, 1.0])
     assert rrf[0].id == "en-2"
     assert {"dense", "lexical", "fused"} <= set(rrf[0].scores)
     assert rrf[0].scores["fused"] == pytest.approx(1 / 61 + 1 / 61)
     dense_only = col.search("stock market", k=6, mode="hybrid", fusion="weighted", weights=[1.0, 0.0])
     assert [h.id for h in dense_only] == [h.id for h in col.search("stock market", k=6)]
+    default = col.search("stock market", k=6, mode="hybrid")
+    assert default[0].scores["fused"] == pytest.approx(0.8 * 1.0 + 0.2 * 1.0)
     with pytest.raises(ValueError, match="unknown fusion"):
         col.search("x", mode="hybrid", fusion="max")
     with pytest.raises(ValueError, match="unknown mode"):
