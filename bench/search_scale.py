@@ -20,6 +20,8 @@ figures within one run.
     python bench/search_scale.py --sizes 1000000 --distributions clustered   # about an hour on 2 cores
     python bench/search_scale.py --sizes 1000000 --distributions uniform --parts exact,binary,int8 \
         --name search_scale-1m-uniform                  # HNSW on uniform data is hopeless at 100k already
+    python bench/search_scale.py --sizes 1000000 --distributions clustered --parts binary \
+        --multipliers 10,25,50,100 --name search_scale-1m-binary      # how many candidates binary needs
     python bench/search_scale.py --quick               # N=20000, 200 queries: a smoke run
 """
 

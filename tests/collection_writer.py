@@ -43,7 +43,8 @@ def main() -> None:
     while True:
         size = rng.randint(1, 12)
         ids = [f"r{round_number}-{n + i}" for i in range(size)]
-        texts = [f"{' '.join(rng.choices(WORDS, k=6))} {doc_id}" for doc_id in ids]
+        # Each text carries a token no other document has ("uid<round>x<n>"), so it can be looked up.
+        texts = [f"{' '.join(rng.choices(WORDS, k=6))} uid{round_number}x{n + i}" for i in range(size)]
         col.add(ids, texts, [{"round": round_number}] * size, commit_every=rng.randint(1, 8))
         print("committed " + " ".join(ids), flush=True)
         n += size

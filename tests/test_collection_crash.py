@@ -66,6 +66,8 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
             assert not lost, f"round {round_number}: committed documents lost: {lost[:5]}"
             for doc_id in rng.sample(sorted(committed), min(3, len(committed))):
                 text = col.get([doc_id])[0].text  # type: ignore[union-attr]
-                assert col.search(text, k=1)[0].id == doc_id
-                assert doc_id in {h.id for h in col.search(text, k=3, mode="lexical")}
+                unique = next(t for t in text.split() if t.startswith("uid"))
+                assert col.search(unique, k=1, mode="lexical")[0].id == doc_id
+                # Random word salads can be near-duplicates, so the dense check allows a few ahead.
+                assert doc_id in {h.id for h in col.search(text, k=10)}
     assert len(committed) > 20 and searches > 20
