@@ -176,11 +176,17 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
     assert saved == ["dense-6-0.hnsw"]
     # Changes after the last save (here: the process "dies" without close) are replayed on open.
     c = Collection.open(folder, encoder=encoder)
+    stale = folder / ".dense-6-0.hnsw.999-abcd.tmp"  # what a save killed midway leaves behind
+    stale.write_bytes(b"partial")
     c.add(["late"], ["A late guitar solo."])
     c.delete(["en-1"])
     c.store.close()
     with Collection.open(folder, encoder=encoder) as again:
-        assert again.dense.saved.label == 6
+        assert again.dense.saved.label == 6 and stale.exists()
+        again.flush()
+        assert not stale.exists() and sorted(p.name for p in folder.glob("dense-*.hnsw")) == [
+            "dense-7-1.hnsw"
+        ]
         assert again.check() == []
         hits = again.search("guitar solo", k=6)
         assert hits[0].id == "late" and "en-1" not in {h.id for h in hits}

@@ -125,7 +125,8 @@ def test_popcount_fallback_matches_numpy() -> None:
     words = np.random.default_rng(3).integers(0, 2**63, 1000, dtype=np.uint64)
     words[:3] = [0, np.iinfo(np.uint64).max, 1]
     out = np.empty(1000, dtype=np.uint8)
-    np.testing.assert_array_equal(_popcount_lut(words, out), np.bitwise_count(words))
+    want = [bin(int(w)).count("1") for w in words]
+    np.testing.assert_array_equal(_popcount_lut(words, out), want)
 
 
 def test_binary_search_without_rescoring_is_exact_hamming(data: tuple) -> None:

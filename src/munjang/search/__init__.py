@@ -4,11 +4,13 @@ and persistent collections that hold documents, metadata and every index in one 
 Everything below `Collection` works on arrays and token lists and knows nothing about the model.
 """
 
+from .ann import HNSWIndex, IndexFileError
 from .collection import AddResult, Collection, SearchHit
 from .exact import ExactIndex, Hit, semantic_search, top_k_exact
 from .filters import compile_filter
 from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
 from .lexical import BM25Index, LexicalHit
+from .quantization import BinaryIndex, Int8Index, hamming_distances, quantize_embeddings
 from .rerank import RerankHit, RetrieveAndRerank
 from .store import CollectionError, Document
 from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
@@ -17,12 +19,16 @@ __all__ = [
     "AddResult",
     "AutoTokenizer",
     "BM25Index",
+    "BinaryIndex",
     "Collection",
     "CollectionError",
     "Document",
     "ExactIndex",
     "FusedHit",
+    "HNSWIndex",
     "Hit",
+    "IndexFileError",
+    "Int8Index",
     "KiwiTokenizer",
     "LexicalHit",
     "RerankHit",
@@ -33,7 +39,9 @@ __all__ = [
     "compile_filter",
     "fuse",
     "get_tokenizer",
+    "hamming_distances",
     "normalize_scores",
+    "quantize_embeddings",
     "reciprocal_rank_fusion",
     "semantic_search",
     "top_k_exact",

@@ -113,6 +113,10 @@ class DenseIndex:
         if self.kind != "hnsw" or self.index is None or self.saved == self.watermark:
             return
         mark = self.watermark
+        # A save killed midway leaves a hidden temporary sibling; the caller holds the writer lock,
+        # so no other save is running and any such file is stale.
+        for stale in folder.glob(".dense-*.tmp"):
+            stale.unlink(missing_ok=True)
         target = folder / f"dense-{mark.label}-{mark.deletion}.hnsw"
         self.index.save(target)
         self.saved = mark
