@@ -20,24 +20,7 @@ from munjang.search.quantization import (
     hamming_distances,
     quantize_embeddings,
 )
-
-
-def clustered(n: int, dim: int, seed: int, centres: int = 100, spread: float = 1.0) -> np.ndarray:
-    """Unit vectors from a Gaussian mixture around `centres` random unit centres (same centres per dim)."""
-    centre = np.random.default_rng(1234).standard_normal((centres, dim)).astype(np.float32)
-    centre /= np.linalg.norm(centre, axis=1, keepdims=True)
-    rng = np.random.default_rng(seed)
-    x = centre[rng.integers(0, centres, n)] + spread / np.sqrt(dim) * rng.standard_normal((n, dim))
-    x = x.astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def exact(queries: np.ndarray, corpus: np.ndarray, k: int) -> np.ndarray:
-    return np.argsort(-(queries @ corpus.T), axis=1, kind="stable")[:, :k]
-
-
-def recall(found: np.ndarray, truth: np.ndarray) -> float:
-    return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)]))
+from vector_helpers import clustered, exact, recall
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,6 @@ def search(
     as_json: JsonLinesOption = False,
 ) -> None:
     """Search a collection by meaning, by words, or both; filter by metadata; rerank."""
-    from .search.collection import HYBRID_WEIGHTS
     from .search.filters import parse_filter_args
 
     spec = parse_filter_args(filters or [])
@@ -150,7 +149,7 @@ def search(
             mode="hybrid" if hybrid else mode,
             filter=spec,
             fusion=fusion,
-            weights=_weights(weights) or HYBRID_WEIGHTS,
+            weights=_weights(weights),
             rrf_k=rrf_k,
             normalization=normalization,
             candidates=candidates,

@@ -510,7 +510,7 @@ class Collection:
         mode: str = "dense",
         filter: Mapping[str, Any] | None = None,
         fusion: str = HYBRID_FUSION,
-        weights: Sequence[float] | None = HYBRID_WEIGHTS,
+        weights: Sequence[float] | None = None,
         rrf_k: float = 60.0,
         normalization: str = "minmax",
         candidates: int = 100,
@@ -521,8 +521,8 @@ class Collection:
         """The k best documents for a query (a list of hits) or for each of several queries.
 
         - mode: "dense", "lexical" or "hybrid" (dense and BM25 candidates fused by `fusion`,
-          "weighted" (default) or "rrf", with `weights` (dense, lexical; default 0.8, 0.2, chosen on
-          dev data) and `normalization` for weighted).
+          "weighted" (default) or "rrf", with `weights` (dense, lexical; None: HYBRID_WEIGHTS, 0.8 and
+          0.2, chosen on dev data) and `normalization` for weighted).
         - filter: metadata conditions (see `filters.py`), applied before ranking.
         - candidates: how many each retriever hands to fusion and rerank.
         - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
@@ -558,7 +558,7 @@ class Collection:
                 fused = fuse(
                     [dense[i], lexical[i]],
                     method=fusion,
-                    weights=weights,
+                    weights=HYBRID_WEIGHTS if weights is None else weights,
                     rrf_k=rrf_k,
                     normalization=normalization,
                     top_k=pool,

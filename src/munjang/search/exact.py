@@ -243,8 +243,7 @@ class ExactIndex:
         if not np.isfinite(data).all():
             raise ValueError("vectors contain NaN or infinite values")
         if self.metric == "cosine":
-            norms = np.linalg.norm(data, axis=1, keepdims=True)
-            data = (data / np.where(norms == 0, 1, norms)).astype(np.float32)
+            data = _normalized(data)
         present = np.isin(labels, self.ids())
         if present.any():
             self.remove(labels[present])
@@ -300,8 +299,7 @@ class ExactIndex:
         if len(labels) == 0:
             return out_labels, out_scores
         if self.metric == "cosine":
-            norms = np.linalg.norm(query, axis=1, keepdims=True)
-            query = (query / np.where(norms == 0, 1, norms)).astype(np.float32)
+            query = _normalized(query)
         # Stored vectors are already normalized under cosine, so a dot product is the cosine.
         rows, scores = top_k_exact(query, vectors, k, "dot", corpus_chunk_size=corpus_chunk_size)
         found = rows.shape[1]
