@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # torch is pinned here (a CPU build is on disk); the package metadata keeps torch>=2.4 for users.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test install install-dev lint typecheck pytest test-slow bench clean
+.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,10 +42,22 @@ test: lint typecheck pytest
 test-slow: install-dev
 	$(BIN)/pytest -m slow
 
-bench: install-dev
+# sentence-transformers' OpenVINO backend (optimum-intel) pins an older transformers than munjang's:
+# it gets its own environment, which bench/encode.py drives as a peer.
+PEERS  ?= .venv-peers
+
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet "$(TORCH)" "sentence-transformers[openvino]==6.2.*" datasets
+	$(PEERS)/bin/pip uninstall --yes --quiet torchvision
+	touch $@
+
+bench-peers: $(PEERS)/.installed
+
+bench: install-dev bench-peers
 	$(BIN)/pip install --quiet "$(TORCH)" -e ".[dev,bench]"
 	$(BIN)/python bench/encode.py
 	$(BIN)/python bench/train_speed.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

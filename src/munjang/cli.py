@@ -20,15 +20,18 @@ import typer
 from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_options import (
+    BackendOption,
     BatchOption,
     DeviceOption,
     FieldOption,
     FormatOption,
     JsonLinesOption,
     ModelOption,
+    PrecisionOption,
     PromptNameOption,
     PromptOption,
     QueryOption,
+    ThreadsOption,
     TopKOption,
 )
 from .errors import MunjangError
@@ -73,15 +76,24 @@ def encode(
     model: ModelOption = None,
     field: FieldOption = "text",
     input_format: FormatOption = "auto",
-    batch_size: BatchOption = 32,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", "-b", min=1, help="Rows per batch (default: token budget).")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Padded tokens per batch.")] = None,
     prompt_name: PromptNameOption = None,
     prompt: PromptOption = None,
     normalize: Annotated[bool, typer.Option(help="L2-normalize the vectors.")] = False,
     truncate_dim: Annotated[int | None, typer.Option(help="Keep the first N dimensions.")] = None,
     device: DeviceOption = None,
+    backend: BackendOption = "torch",
+    precision: PrecisionOption = "fp32",
+    threads: ThreadsOption = None,
+    processes: Annotated[
+        int | None, typer.Option(min=1, help="Encode in N worker processes (each with --threads threads).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
 ) -> None:
-    """Encode a file of sentences into vectors."""
+    """Encode a file of sentences into vectors (`--precision auto`: bf16 where the hardware runs it fast)."""
     from .data import read_texts
 
     target = output or input.with_suffix(".npy")
@@ -90,17 +102,30 @@ def encode(
     if target.exists() and not force:
         raise FileExistsError(f"{target} exists; pass --force to replace it")
     texts = read_texts(input, input_format, field)
-    encoder = _load(model, device)
+    options: dict[str, Any] = {
+        "batch_size": batch_size,
+        "max_tokens": max_tokens,
+        "prompt_name": prompt_name,
+        "prompt": prompt,
+        "normalize_embeddings": normalize,
+        "truncate_dim": truncate_dim,
+        "show_progress_bar": len(texts) >= 256,
+    }
+    load_options: dict[str, Any] = {"backend": backend, "precision": precision, "threads": threads}
     start = time.perf_counter()
-    vectors = encoder.encode(
-        texts,
-        batch_size=batch_size,
-        prompt_name=prompt_name,
-        prompt=prompt,
-        normalize_embeddings=normalize,
-        truncate_dim=truncate_dim,
-        show_progress_bar=len(texts) > batch_size,
-    )
+    if processes:
+        from .inference.pool import EncodePool
+
+        devices = [device] * processes if device else None
+        with EncodePool(
+            model, devices=devices, processes=processes, threads_per_process=threads, **load_options
+        ) as pool:
+            start = time.perf_counter()
+            vectors = pool.encode(texts, **options)
+    else:
+        encoder = _load(model, device, **load_options)
+        start = time.perf_counter()
+        vectors = encoder.encode(texts, **options)
     seconds = time.perf_counter() - start
 
     def write(path: Path) -> None:

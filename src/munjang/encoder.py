@@ -24,10 +24,17 @@ from .formats import (
     write_modules,
 )
 from .hub import resolve_model_path
+from .inference.backends import build_backend, resolve_backend
+from .inference.base import TokenBackend
+from .inference.batching import prepared_chunks, token_budget_batches
 from .modules import Dense, Module, Normalize, Pooling, Transformer
 
 # Below this many sentences, encode() shows no progress bar unless asked.
 PROGRESS_BAR_MIN_SENTENCES = 1024
+# Default batching: padded tokens and rows per batch, and sentences tokenized per chunk.
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_MAX_ROWS = 256
+TOKENIZE_CHUNK = 4096
 
 OutputValue = Literal["sentence_embedding", "token_embeddings"]
 
@@ -60,6 +67,10 @@ class SentenceEncoder(nn.Sequential):
             raise ValueError(f"similarity_fn_name must be one of {SIMILARITY_FUNCTIONS}")
         self.similarity_fn_name = similarity_fn_name
         self._device_lock = threading.Lock()
+        self.model_folder: Path | None = None
+        self.backend_name, self.precision = "torch", "fp32"
+        self.backend_options: dict[str, Any] = {}
+        self._backends: dict[tuple[str, str, torch.device], TokenBackend] = {}
         self.to(resolve_device(device))
         self.eval()
 
@@ -171,6 +182,33 @@ class SentenceEncoder(nn.Sequential):
         ids = self.transformer.tokenize([prompt])["input_ids"][0]
         return len(ids) - 1  # without the closing special token
 
+    # -- backends ------------------------------------------------------------------------------
+    def set_backend(self, backend: str = "torch", precision: str = "fp32", **options: Any) -> None:
+        """Choose what `encode` runs on by default: `backend` torch | onnx | openvino and
+        `precision` fp32 | bf16 | fp16 | int8 | auto (see `munjang.inference`). `options` go to the
+        backend (onnx/openvino: `threads`, `optimize`; torch: `lean`)."""
+        backend, precision = resolve_backend(backend, precision, self.device)
+        self.backend_name, self.precision, self.backend_options = backend, precision, dict(options)
+
+    def backend(self, backend: str | None = None, precision: str | None = None) -> TokenBackend:
+        """The backend object for (backend, precision), built on first use and cached (exported
+        ONNX/OpenVINO artefacts are also cached on disk beside the model)."""
+        name, prec = resolve_backend(backend or self.backend_name, precision or self.precision, self.device)
+        key = (name, prec, self.device)
+        found = self._backends.get(key)
+        if found is None:
+            found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
+            self._backends[key] = found
+        return found
+
+    def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
+        """Run a few inputs of different lengths through the chosen backend so the first real call
+        pays no set-up (weight casts, kernel selection): call once before serving traffic."""
+        words = ["warm", "up", "the", "sentence", "encoder", "before", "the", "first", "request", "arrives"]
+        texts = [" ".join(words[: 1 + i % len(words)] * (1 + i // 4)) for i in range(8)]
+        self.encode(texts, backend=backend, precision=precision, show_progress_bar=False)
+        self.encode(texts[0], backend=backend, precision=precision)
+
     @torch.inference_mode()
     def encode(
         self,
@@ -178,7 +216,8 @@ class SentenceEncoder(nn.Sequential):
         *,
         prompt_name: str | None = None,
         prompt: str | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
         show_progress_bar: bool | None = None,
         output_value: OutputValue = "sentence_embedding",
         convert_to_numpy: bool = True,
@@ -187,12 +226,19 @@ class SentenceEncoder(nn.Sequential):
         truncate_dim: int | None = None,
         truncate: bool = True,
         device: str | torch.device | None = None,
+        backend: str | None = None,
+        precision: str | None = None,
     ) -> Any:
         """Encode one sentence (-> 1-D vector) or a list (-> 2-D array, rows in input order).
 
-        Inputs are tokenized once, sorted by token length and batched so that each batch pads
-        only to its own longest member; results come back in the caller's order.
+        Inputs are tokenized in chunks (the next chunk while the model runs on this one), sorted by
+        exact token length, and batched by a token budget, so a batch pads only to its own
+        longest member; results come back in the caller's order.
 
+        - `batch_size` caps the rows per batch and `max_tokens` the padded tokens per batch; with
+          neither, the backend's budget is used (`DEFAULT_MAX_TOKENS`, at most `DEFAULT_MAX_ROWS` rows).
+        - `backend` (torch | onnx | openvino) and `precision` (fp32 | bf16 | fp16 | int8 | auto)
+          override the encoder's defaults (`set_backend`) for this call.
         - `prompt_name` picks one of the model's prompts (e5: "query"/"passage"); `prompt` gives
           literal text; with neither, the model's default prompt (if any) is used.
         - `truncate=True` cuts inputs at `max_seq_length` tokens; `False` raises
@@ -206,8 +252,10 @@ class SentenceEncoder(nn.Sequential):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentences[{i}] is {type(text).__name__}, not str")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
         if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
             raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
         if output_value not in ("sentence_embedding", "token_embeddings"):
@@ -218,50 +266,66 @@ class SentenceEncoder(nn.Sequential):
                 self.to(resolve_device(device))
         if self.training:  # inference never uses dropout, even right after a training loop
             self.eval()
+        runner = self.backend(backend, precision)
+        if batch_size is None and max_tokens is None:
+            max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
 
         prompt_text = self._prompt_text(prompt_name, prompt)
         prompt_length = self._prompt_length(prompt_text)
-        if prompt_text:
-            texts = [prompt_text + t for t in texts]
-
         transformer = self.transformer
-        encoded = transformer.tokenize(texts, truncate=truncate)
-        order = transformer.longest_first(encoded, truncate, "sentences", "encode with truncate=True")
+
+        def tokenize(start: int, stop: int) -> dict[str, list[list[int]]]:
+            chunk = texts[start:stop]
+            encoded = transformer.tokenize(
+                [prompt_text + t for t in chunk] if prompt_text else chunk, truncate
+            )
+            if not truncate:
+                transformer.check_lengths(encoded, "sentences", "encode with truncate=True", offset=start)
+            return encoded
+
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
-
-        device_now = self.device
         dim = truncate_dim or self.get_embedding_dimension()
         sentence_out: torch.Tensor | None = None
         token_out: list[torch.Tensor | None] = [None] * len(texts)
         if output_value == "sentence_embedding":
             sentence_out = torch.empty((len(texts), dim), dtype=torch.float32)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="Encoding", unit="batch", disable=not show_progress_bar):
-            rows = order[start : start + batch_size]
-            features: dict[str, Any] = {
-                k: v.to(device_now, non_blocking=True) for k, v in transformer.collate(encoded, rows).items()
-            }
-            features["prompt_length"] = prompt_length
-            if output_value == "token_embeddings":
-                features = transformer(features)
-                mask = features["attention_mask"].bool()
-                for r, i in enumerate(rows):
-                    token_out[int(i)] = features["token_embeddings"][r][mask[r]].float().cpu()
-                continue
-            for module in self:
-                features = module(features)
-            vectors = features["sentence_embedding"]
-            if truncate_dim is not None:
-                vectors = vectors[:, :truncate_dim]
-            if normalize_embeddings:
-                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
-            assert sentence_out is not None
-            sentence_out[torch.from_numpy(rows)] = vectors.float().cpu()
+        modules = list(self)[1:]
+        bar = tqdm(total=len(texts), desc="Encoding", unit="sent", disable=not show_progress_bar)
+        with bar:
+            for chunk in prepared_chunks(len(texts), TOKENIZE_CHUNK, tokenize):
+                encoded = chunk.value
+                lengths = [len(ids) for ids in encoded["input_ids"]]
+                for rows in token_budget_batches(lengths, max_tokens, batch_size):
+                    batch = {k: v.to(runner.device) for k, v in transformer.collate(encoded, rows).items()}
+                    tokens = runner.token_embeddings(batch).to(self.device)
+                    mask = batch["attention_mask"].to(self.device)
+                    global_rows = torch.from_numpy(rows + chunk.start)
+                    if output_value == "token_embeddings":
+                        keep = mask.bool()
+                        for r, i in enumerate(global_rows.tolist()):
+                            token_out[i] = tokens[r][keep[r]].float().cpu()
+                        bar.update(len(rows))
+                        continue
+                    features: dict[str, Any] = {
+                        "token_embeddings": tokens,
+                        "attention_mask": mask,
+                        "prompt_length": prompt_length,
+                    }
+                    for module in modules:
+                        features = module(features)
+                    vectors = features["sentence_embedding"]
+                    if truncate_dim is not None:
+                        vectors = vectors[:, :truncate_dim]
+                    if normalize_embeddings:
+                        vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+                    assert sentence_out is not None
+                    sentence_out[global_rows] = vectors.float().cpu()
+                    bar.update(len(rows))
 
         if output_value == "token_embeddings":
-            tokens = [t if as_tensor else t.numpy() for t in token_out if t is not None]
-            return tokens[0] if single else tokens
+            tokens_list = [t if as_tensor else t.numpy() for t in token_out if t is not None]
+            return tokens_list[0] if single else tokens_list
         assert sentence_out is not None
         result: Any = sentence_out if as_tensor else sentence_out.numpy()
         return result[0] if single else result
@@ -297,6 +361,10 @@ def load_encoder(
     max_seq_length: int | None = None,
     model_kwargs: dict[str, Any] | None = None,
     tokenizer_kwargs: dict[str, Any] | None = None,
+    backend: str = "torch",
+    precision: str = "fp32",
+    backend_options: dict[str, Any] | None = None,
+    threads: int | None = None,
 ) -> SentenceEncoder:
     """Load a sentence encoder.
 
@@ -307,7 +375,16 @@ def load_encoder(
 
     `pooling` overrides the folder's pooling modes (e.g. "cls", ["mean", "max"], "cls+mean+max").
     `trust_remote_code` stays off unless asked: custom model code from a model folder never runs by default.
+    `backend` / `precision` pick what `encode` runs on (`SentenceEncoder.set_backend`); fp32 on torch,
+    the default, matches sentence-transformers to float rounding. `threads` caps the threads the
+    model uses (torch's setting is process-wide; ONNX/OpenVINO sessions take it too).
     """
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
+        torch.set_num_threads(threads)
+        if backend != "torch":
+            backend_options = {"threads": threads, **(backend_options or {})}
     folder = resolve_model_path(
         name_or_path,
         revision=revision,
@@ -338,9 +415,12 @@ def load_encoder(
         raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
     if pooling is not None:
         modules = _replace_pooling(modules, pooling)
-    return SentenceEncoder(
+    encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device
     )
+    encoder.model_folder = folder
+    encoder.set_backend(backend, precision, **(backend_options or {}))
+    return encoder
 
 
 def _replace_pooling(modules: Iterable[Module], pooling: str | Sequence[str]) -> list[Module]:

@@ -169,6 +169,18 @@ class Transformer(Module):
             out["token_type_ids"] = enc["token_type_ids"]
         return out
 
+    def check_lengths(
+        self, encoded: dict[str, list[list[int]]], what: str, hint: str, offset: int = 0
+    ) -> None:
+        """Raise InputTooLongError naming `what[offset + i]` for the first input over `max_seq_length`
+        (`encoded` must come from `tokenize(..., truncate=False)`); `hint` says how to call again."""
+        for i, ids in enumerate(encoded["input_ids"]):
+            if len(ids) > self.max_seq_length:
+                raise InputTooLongError(
+                    f"{what}[{offset + i}] has {len(ids)} tokens, over the model's limit of "
+                    f"{self.max_seq_length}; shorten it or {hint}"
+                )
+
     def longest_first(
         self, encoded: dict[str, list[list[int]]], truncate: bool, what: str, hint: str
     ) -> np.ndarray:
@@ -177,16 +189,10 @@ class Transformer(Module):
         With `truncate=False`, an input over `max_seq_length` raises InputTooLongError naming
         `what[i]`; `hint` says how to call again with truncation.
         """
+        if not truncate:
+            self.check_lengths(encoded, what, hint)
         ids = encoded["input_ids"]
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        if not truncate and len(ids):
-            too_long = np.flatnonzero(lengths > self.max_seq_length)
-            if too_long.size:
-                i = int(too_long[0])
-                raise InputTooLongError(
-                    f"{what}[{i}] has {lengths[i]} tokens, over the model's limit of "
-                    f"{self.max_seq_length}; shorten it or {hint}"
-                )
         return np.argsort(-lengths, kind="stable")
 
     def collate(

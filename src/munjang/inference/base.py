@@ -1,0 +1,39 @@
+"""The contract every inference backend meets, and the names callers use to pick one."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from ..errors import MunjangError
+
+# backend name -> precisions it offers
+BACKENDS: dict[str, tuple[str, ...]] = {
+    "torch": ("fp32", "bf16", "fp16"),
+    "onnx": ("fp32", "int8"),
+    "openvino": ("fp32", "int8"),
+}
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+
+
+class BackendError(MunjangError):
+    """A backend cannot run here (package missing, unsupported model or precision, failed export)."""
+
+
+@runtime_checkable
+class TokenBackend(Protocol):
+    """Turns a padded batch into contextual token vectors.
+
+    `batch` holds int64 tensors `input_ids`, `attention_mask` (1 = real token) and, when the model
+    uses them, `token_type_ids`, all shaped (batch, seq). The result is float32 (batch, seq, hidden)
+    on `self.device`; values at padded positions are unspecified (pooling masks them out).
+    """
+
+    name: str
+    precision: str
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def token_embeddings(self, batch: dict[str, torch.Tensor]) -> torch.Tensor: ...

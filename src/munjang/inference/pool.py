@@ -1,0 +1,113 @@
+"""Several encoder processes working on one corpus: one per GPU, or CPU processes with their own threads.
+
+On many-core machines one process rarely keeps every core busy on sentence-length inputs (small
+matmuls, Python between layers); several processes with a few threads each do. Each worker loads
+the model once; the corpus is cut into slices that the workers take in turn, and the rows come
+back in input order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(model: str | None, device: str, threads: int, load_kwargs: dict[str, Any]) -> None:
+    import torch
+
+    from ..encoder import load_encoder
+
+    torch.set_num_threads(threads)
+    _WORKER["encoder"] = load_encoder(model, device=device, **load_kwargs)
+
+
+def _encode_slice(texts: list[str], kwargs: dict[str, Any]) -> np.ndarray:
+    return np.asarray(_WORKER["encoder"].encode(texts, show_progress_bar=False, **kwargs), dtype=np.float32)
+
+
+class EncodePool:
+    """A pool of encoder processes; use as a context manager or call `close()`.
+
+    `devices` lists one device per worker (["cuda:0", "cuda:1"]); without it, `processes` CPU workers
+    (default: cores // threads_per_process) each run `threads_per_process` torch threads (default 1).
+    `load_kwargs` go to `load_encoder` in every worker (backend, precision, pooling, ...).
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        devices: Sequence[str] | None = None,
+        processes: int | None = None,
+        threads_per_process: int | None = None,
+        **load_kwargs: Any,
+    ) -> None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        threads = threads_per_process or 1
+        if threads < 1:
+            raise ValueError(f"threads_per_process must be at least 1, not {threads}")
+        if devices:
+            worker_devices = list(devices)
+        else:
+            count = processes or max(1, cores // threads)
+            if count < 1:
+                raise ValueError(f"processes must be at least 1, not {count}")
+            worker_devices = ["cpu"] * count
+        self.devices = worker_devices
+        context = mp.get_context("spawn")  # fork would copy torch's thread pools and CUDA state
+        self._executors = [
+            ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(None if model is None else str(model), device, threads, load_kwargs),
+            )
+            for device in worker_devices
+        ]
+
+    def encode(
+        self,
+        sentences: Sequence[str],
+        *,
+        chunk_size: int = 2048,
+        show_progress_bar: bool = False,
+        **encode_kwargs: Any,
+    ) -> np.ndarray:
+        """Encode `sentences` across the workers (same arguments as `SentenceEncoder.encode`)."""
+        texts = list(sentences)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"sentences[{i}] is {type(text).__name__}, not str")
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, not {chunk_size}")
+        slices = [(s, texts[s : s + chunk_size]) for s in range(0, len(texts), chunk_size)]
+        futures = [
+            (start, self._executors[i % len(self._executors)].submit(_encode_slice, part, encode_kwargs))
+            for i, (start, part) in enumerate(slices)
+        ]
+        parts: list[np.ndarray] = []
+        with tqdm(total=len(texts), desc="Encoding", unit="sent", disable=not show_progress_bar) as bar:
+            for _, future in futures:
+                parts.append(future.result())
+                bar.update(len(parts[-1]))
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.concatenate(parts)
+
+    def close(self) -> None:
+        for executor in self._executors:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> EncodePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
