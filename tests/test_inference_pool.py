@@ -30,7 +30,7 @@ def test_pool_rows_come_back_in_input_order_and_match_one_process(encoder):
 def test_cli_encode_with_backend_precision_budget_and_processes(tmp_path, encoder, capsys, monkeypatch):
     src = tmp_path / "in.txt"
     src.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
-    code, out, err = run_cli(
+    code, _, err = run_cli(
         ["encode", str(src), "-o", str(tmp_path / "bf16.npy"), "--precision", "bf16", "--max-tokens", "64"],
         capsys,
         monkeypatch,
@@ -40,7 +40,7 @@ def test_cli_encode_with_backend_precision_budget_and_processes(tmp_path, encode
     fp32 = encoder.encode(TEXTS)
     cos = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
     assert cos.min() > 0.999 and np.abs(bf16 - fp32).max() > 0  # really ran in bf16
-    code, out, err = run_cli(
+    code, _, err = run_cli(
         ["encode", str(src), "-o", str(tmp_path / "pool.npy"), "--processes", "2", "--threads", "1"],
         capsys,
         monkeypatch,

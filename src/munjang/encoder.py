@@ -27,6 +27,7 @@ from .hub import resolve_model_path
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend
 from .inference.batching import prepared_chunks, token_budget_batches
+from .inference.hardware import torch_threads
 from .modules import Dense, Module, Normalize, Pooling, Transformer
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -292,7 +293,7 @@ class SentenceEncoder(nn.Sequential):
             sentence_out = torch.empty((len(texts), dim), dtype=torch.float32)
         modules = list(self)[1:]
         bar = tqdm(total=len(texts), desc="Encoding", unit="sent", disable=not show_progress_bar)
-        with bar:
+        with bar, torch_threads(1 if runner.name != "torch" else None):
             for chunk in prepared_chunks(len(texts), TOKENIZE_CHUNK, tokenize):
                 encoded = chunk.value
                 lengths = [len(ids) for ids in encoded["input_ids"]]

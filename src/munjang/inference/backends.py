@@ -36,7 +36,10 @@ def build_backend(
     model_folder: Path | None,
     options: dict[str, Any],
 ) -> TokenBackend:
-    """Construct the backend; ONNX and OpenVINO export (or reuse) their artefacts here."""
+    """Construct the backend; ONNX and OpenVINO export (or reuse) their artefacts here.
+
+    `options` may hold settings for any backend; each takes the ones it knows (torch: lean;
+    onnx: threads, optimize; openvino: threads)."""
     if backend == "torch":
         from .torch_backend import torch_backend
 
@@ -47,9 +50,11 @@ def build_backend(
     if backend == "onnx":
         from .onnx_backend import OnnxBackend
 
-        return OnnxBackend(transformer, model_folder=model_folder, precision=precision, **options)
+        onnx_options = {k: options[k] for k in ("threads", "optimize") if k in options}
+        return OnnxBackend(transformer, model_folder=model_folder, precision=precision, **onnx_options)
     if backend == "openvino":
         from .openvino_backend import OpenVinoBackend
 
-        return OpenVinoBackend(transformer, model_folder=model_folder, precision=precision, **options)
+        threads = options.get("threads")
+        return OpenVinoBackend(transformer, model_folder=model_folder, precision=precision, threads=threads)
     raise BackendError(f"unknown backend {backend!r}")
