@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .artifacts import model_fingerprint
 from .base import BACKENDS, BackendError
-from .onnx_export import OUTPUT_NAME, onnx_artifact, onnxruntime_module
+from .onnx_export import OUTPUT_NAME, onnxruntime_module, open_artifact
 
 logger = logging.getLogger(__name__)
 
@@ -68,17 +67,9 @@ class OnnxBackend:
         self.hidden_size = int(transformer.hidden_size)
         self.optimize = optimize
         variant = "int8-dynamic" if precision == "int8" else "fp32"
-        fingerprint = model_fingerprint(transformer)
-        self.model_path = onnx_artifact(transformer, model_folder, variant, fingerprint)
-        try:
-            self._session = self._open(self.model_path)
-        except Exception as e:  # a file that passed its hash check yet does not load: build it again
-            logger.warning("ONNX Runtime could not load %s (%s); rebuilding it", self.model_path, e)
-            self.model_path = onnx_artifact(transformer, model_folder, variant, fingerprint, rebuild=True)
-            try:
-                self._session = self._open(self.model_path)
-            except Exception as again:
-                raise BackendError(f"ONNX Runtime cannot load {self.model_path}: {again}") from again
+        self.model_path, self._session = open_artifact(
+            transformer, model_folder, variant, self._open, "ONNX Runtime"
+        )
         self._inputs = [i.name for i in self._session.get_inputs()]
 
     def _open(self, path: Path) -> Any:

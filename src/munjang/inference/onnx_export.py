@@ -397,3 +397,24 @@ def _manifest_field(artifact: Path, key: str) -> Any:
         return json.loads(manifest_path(artifact).read_text(encoding="utf-8")).get(key)
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def open_artifact(
+    transformer: Any, model_folder: str | Path | None, variant: str, open_graph: Any, runtime: str
+) -> tuple[Path, Any]:
+    """The cached graph of `variant` (exported when missing) opened with `open_graph(path)`.
+
+    A file that passed its hash check yet does not open is exported again once; a second failure
+    raises BackendError naming `runtime` and the file.
+    """
+    fingerprint = model_fingerprint(transformer)
+    path = onnx_artifact(transformer, model_folder, variant, fingerprint)
+    try:
+        return path, open_graph(path)
+    except Exception as e:
+        logger.warning("%s could not load %s (%s); rebuilding it", runtime, path, e)
+    path = onnx_artifact(transformer, model_folder, variant, fingerprint, rebuild=True)
+    try:
+        return path, open_graph(path)
+    except Exception as again:
+        raise BackendError(f"{runtime} cannot load {path}: {again}") from again

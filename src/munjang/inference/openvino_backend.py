@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .artifacts import model_fingerprint
 from .base import BackendError
 from .onnx_backend import batch_arrays, check_precision
-from .onnx_export import onnx_artifact
+from .onnx_export import open_artifact
 
 logger = logging.getLogger(__name__)
 
@@ -59,18 +58,10 @@ class OpenVinoBackend:
         self.threads = int(threads or torch.get_num_threads())
         self.hidden_size = int(transformer.hidden_size)
         variant = "int8-weights" if precision == "int8" else "fp32"
-        fingerprint = model_fingerprint(transformer)
-        self.model_path = onnx_artifact(transformer, model_folder, variant, fingerprint)
         core = ov.Core()
-        try:
-            self._compiled = self._compile(core, self.model_path)
-        except Exception as e:  # a file that passed its hash check yet does not load: build it again
-            logger.warning("OpenVINO could not compile %s (%s); rebuilding it", self.model_path, e)
-            self.model_path = onnx_artifact(transformer, model_folder, variant, fingerprint, rebuild=True)
-            try:
-                self._compiled = self._compile(core, self.model_path)
-            except Exception as again:
-                raise BackendError(f"OpenVINO cannot compile {self.model_path}: {again}") from again
+        self.model_path, self._compiled = open_artifact(
+            transformer, model_folder, variant, lambda path: self._compile(core, path), "OpenVINO"
+        )
         self._inputs = [port.get_any_name() for port in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()
