@@ -226,3 +226,14 @@ def test_warmup_builds_the_backend_once(minilm_path):
     key = backend._key
     enc.encode(SENTENCES)
     assert enc.backend() is backend and backend._key == key
+
+
+def test_fused_linear_gelu_agrees_with_the_two_op_form(encoder):
+    backend = LeanBertBackend(encoder.transformer.auto_model, "bf16")
+    batch = _batch(encoder, SENTENCES)
+    real = batch["attention_mask"].bool()
+    backend._fused_gelu = False
+    plain = backend.token_embeddings(batch)[real]
+    backend._fused_gelu = True
+    fused = backend.token_embeddings(batch)[real]
+    assert torch.nn.functional.cosine_similarity(plain, fused, dim=-1).min() > 0.999

@@ -61,6 +61,23 @@ def _versions(params: Sequence[torch.Tensor]) -> tuple[int, ...]:
     return tuple(p._version for p in params) + tuple(p.data_ptr() for p in params)
 
 
+def _fused_linear_gelu_works(approximate: str) -> bool:
+    """Whether this torch build has oneDNN's linear + GELU kernel and it agrees with the two-op form."""
+    op = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
+    if op is None or not torch.backends.mkldnn.is_available():
+        return False
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, generator=generator).to(torch.bfloat16)
+    w = torch.randn(8, 16, generator=generator).to(torch.bfloat16)
+    b = torch.randn(8, generator=generator).to(torch.bfloat16)
+    try:
+        fused = op(x, w, b, "gelu", [], approximate).float()
+    except RuntimeError:
+        return False
+    plain = F.gelu(F.linear(x.float(), w.float(), b.float()), approximate=approximate)
+    return bool((fused - plain).abs().max() < 0.1)
+
+
 class LeanBertBackend:
     """Inference-only forward pass of a BERT-family encoder (see the module docstring)."""
 
@@ -81,6 +98,7 @@ class LeanBertBackend:
         self.gelu_approximate = _ACTIVATIONS[config.hidden_act]
         self.position_offset = int(config.pad_token_id) + 1 if config.model_type in _OFFSET_POSITIONS else 0
         self._params = [p for p in model.parameters()]
+        self._fused_gelu = self.dtype == torch.bfloat16 and _fused_linear_gelu_works(self.gelu_approximate)
         self._key: tuple[Any, ...] | None = None
         self._layers: list[dict[str, torch.Tensor]] = []
 
@@ -147,6 +165,16 @@ class LeanBertBackend:
             x = self._layer(x, additive, weights)
         return x
 
+    def _linear_gelu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """GELU(x W^T + b): on CPU in bf16, one oneDNN call with GELU as a post-op (measured 2x faster
+        than the matmul followed by a separate bf16 GELU pass); elsewhere the plain two ops."""
+        if self._fused_gelu and x.device.type == "cpu":
+            fused: torch.Tensor = torch.ops.mkldnn._linear_pointwise(
+                x, weight, bias, "gelu", [], self.gelu_approximate
+            )
+            return fused
+        return F.gelu(F.linear(x, weight, bias), approximate=self.gelu_approximate)
+
     def _layer(
         self, x: torch.Tensor, additive: torch.Tensor | None, w: dict[str, torch.Tensor]
     ) -> torch.Tensor:
@@ -165,7 +193,7 @@ class LeanBertBackend:
         context = context.transpose(1, 2).reshape(rows, width, hidden)
         x = x + F.linear(context, w["wo"], w["bo"]).float()
         x = F.layer_norm(x, (hidden,), w["ln1_w"], w["ln1_b"], self.eps)
-        inner = F.gelu(F.linear(x.to(dt), w["w1"], w["b1"]), approximate=self.gelu_approximate)
+        inner = self._linear_gelu(x.to(dt), w["w1"], w["b1"])
         x = x + F.linear(inner, w["w2"], w["b2"]).float()
         return F.layer_norm(x, (hidden,), w["ln2_w"], w["ln2_b"], self.eps)
 
