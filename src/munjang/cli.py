@@ -454,6 +454,71 @@ def train(
         typer.echo(f"  {name:<12}{path}")
 
 
+def _named_models(models: list[str] | None) -> list[tuple[str, str | None]]:
+    """`--model` values as (served name, path or hub id): `name=path` names it; otherwise a folder's
+    name, a hub id as given, or all-MiniLM-L6-v2 for the embedded default."""
+    named: list[tuple[str, str | None]] = []
+    values: list[str | None] = list(models) if models else [None]
+    for value in values:
+        if value is None:
+            named.append(("all-MiniLM-L6-v2", None))
+        elif "=" in value:
+            name, _, path = value.partition("=")
+            if not name or not path:
+                raise ValueError(f"--model {value!r}: use NAME=PATH or PATH")
+            named.append((name, path))
+        else:
+            folder = Path(value)
+            named.append((folder.name if folder.is_dir() else value, value))
+    names = [name for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two --model values are served under the same name: {names}")
+    return named
+
+
+@app.command()
+def serve(
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model folder or hub id, or NAME=PATH (repeat to serve several; the first is the default).",
+        ),
+    ] = None,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (0.0.0.0 exposes the server).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MUNJANG_API_KEY", help="Require 'Authorization: Bearer KEY' (/health stays open)."
+        ),
+    ] = None,
+    device: DeviceOption = None,
+    backend: BackendOption = "torch",
+    precision: PrecisionOption = "fp32",
+    threads: ThreadsOption = None,
+    max_inputs: Annotated[int, typer.Option(min=1, help="Most inputs in one request.")] = 2048,
+) -> None:
+    """Serve the models over HTTP with OpenAI's embeddings API (POST /v1/embeddings)."""
+    import uvicorn
+
+    from .server import ServerSettings, create_app
+
+    encoders = {}
+    for name, path in _named_models(model):
+        encoder = _load(path, device, backend=backend, precision=precision, threads=threads)
+        encoder.warmup()
+        encoders[name] = encoder
+    settings = ServerSettings(
+        models=encoders, api_key=api_key, max_inputs_per_request=max_inputs, host=host, port=port
+    )
+    typer.echo(f"serving {', '.join(encoders)} at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
 def main() -> None:
     """Entry point: run the app and turn expected failures into one line on stderr."""
     from transformers.utils import logging as hf_logging

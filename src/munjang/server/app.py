@@ -1,0 +1,115 @@
+"""The FastAPI app: POST /v1/embeddings, GET /v1/models, GET /health (OpenAPI at /openapi.json)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from .embed import embed
+from .errors import APIError, install_error_handlers, validation_error
+from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
+from .settings import ServerSettings
+
+ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
+    status: {"model": ErrorResponse, "description": text}
+    for status, text in [
+        (400, "Invalid request"),
+        (401, "Missing or wrong API key"),
+        (404, "Unknown model"),
+        (413, "Body too large"),
+        (422, "Invalid field"),
+    ]
+}
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 once it passes `limit` bytes (Content-Length checked
+    first, then the bytes actually received)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise APIError(
+            413, f"the body is {declared} bytes, over the limit of {limit}", None, "body_too_large"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise APIError(413, f"the body is over the limit of {limit} bytes", None, "body_too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def api_key_check(settings: ServerSettings) -> Callable[[Request], None]:
+    """A dependency that answers 401 unless `Authorization: Bearer <settings.api_key>` is sent."""
+
+    def check(request: Request) -> None:
+        if settings.api_key is None:
+            return
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise APIError(
+                401, "missing API key: send 'Authorization: Bearer <key>'", None, "missing_api_key"
+            )
+        if not secrets.compare_digest(key.strip().encode(), settings.api_key.encode()):
+            raise APIError(401, "incorrect API key", None, "invalid_api_key")
+
+    return check
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """The ASGI app serving `settings.models` under OpenAI's embeddings API."""
+    app = FastAPI(
+        title="munjang embeddings",
+        version=__version__,
+        description="OpenAI-compatible sentence embeddings served by munjang.",
+    )
+    install_error_handlers(app)
+    started = int(time.time())
+    router = APIRouter(prefix="/v1", dependencies=[Depends(api_key_check(settings))], responses=ERROR_ANSWERS)
+
+    @router.post(
+        "/embeddings",
+        response_model=EmbeddingResponse,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": EmbeddingRequest.model_json_schema()}},
+            }
+        },
+    )
+    async def create_embeddings(request: Request) -> EmbeddingResponse:
+        """Embed one text or a list of texts (or token-id lists), as OpenAI's /v1/embeddings."""
+        body = await read_body(request, settings.max_body_bytes)
+        try:
+            parsed = EmbeddingRequest.model_validate_json(body)
+        except ValidationError as e:
+            raise validation_error(list(e.errors())) from None
+        name = parsed.model or settings.default_model
+        encoder = settings.models.get(name)
+        if encoder is None:
+            served = ", ".join(settings.models)
+            raise APIError(
+                404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
+            )
+        return await run_in_threadpool(embed, parsed, name, encoder, settings)
+
+    @router.get("/models", response_model=ModelList)
+    async def list_models() -> ModelList:
+        """The served models, default first."""
+        return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
+
+    app.include_router(router)
+
+    @app.get("/health")
+    async def health() -> dict[str, object]:
+        """Liveness: always open, no API key needed."""
+        return {"status": "ok", "models": list(settings.models)}
+
+    return app

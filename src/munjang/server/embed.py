@@ -1,0 +1,123 @@
+"""Turn a validated embeddings request into a response: check the inputs, encode, format."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from ..encoder import SentenceEncoder
+from .errors import APIError
+from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
+from .settings import ServerSettings
+
+
+def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings) -> list[str]:
+    """The texts to encode: strings as given, token-id lists decoded with the model's tokenizer.
+
+    Raises APIError (400, naming `input` or `input[i]`) for empty input, too many inputs, an empty
+    item, a token id outside the vocabulary, or a text over `max_chars_per_input`.
+    """
+    raw = request.input
+    if isinstance(raw, str):
+        items: list[Any] = [raw]
+    elif raw and all(isinstance(x, int) for x in raw):
+        items = [raw]  # one list of token ids
+    else:
+        items = list(raw)
+    if not items:
+        raise APIError(400, "'input' must not be empty", "input", "empty_input")
+    if len(items) > settings.max_inputs_per_request:
+        raise APIError(
+            400,
+            f"'input' has {len(items)} items, over the limit of {settings.max_inputs_per_request}",
+            "input",
+            "too_many_inputs",
+        )
+    vocab = len(encoder.tokenizer)
+    texts: list[str] = []
+    for i, item in enumerate(items):
+        param = "input" if isinstance(raw, str) or items[0] is raw else f"input[{i}]"
+        if not item:
+            raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
+        if isinstance(item, list):
+            bad = next((t for t in item if not 0 <= t < vocab), None)
+            if bad is not None:
+                raise APIError(
+                    400, f"'{param}' has token id {bad}, outside the vocabulary (0..{vocab - 1})", param
+                )
+            item = encoder.tokenizer.decode(item, skip_special_tokens=True)
+        if len(item) > settings.max_chars_per_input:
+            raise APIError(
+                400,
+                f"'{param}' has {len(item)} characters, over the limit of {settings.max_chars_per_input}",
+                param,
+                "input_too_long",
+            )
+        texts.append(item)
+    return texts
+
+
+def check_options(request: EmbeddingRequest, encoder: SentenceEncoder) -> None:
+    """400 naming `dimensions` or `prompt_name` when the model cannot honour them."""
+    dim = encoder.get_embedding_dimension()
+    if request.dimensions is not None and not 1 <= request.dimensions <= dim:
+        raise APIError(400, f"'dimensions' must be between 1 and {dim}", "dimensions")
+    if request.prompt_name is not None and request.prompt_name not in encoder.prompts:
+        known = ", ".join(sorted(encoder.prompts)) or "none"
+        raise APIError(
+            400, f"unknown prompt_name {request.prompt_name!r}; this model's prompts: {known}", "prompt_name"
+        )
+
+
+def count_tokens(
+    encoder: SentenceEncoder, texts: list[str], prompt_name: str | None, truncate: bool, single: bool
+) -> int:
+    """Tokens the model reads for `texts`; with `truncate=False`, 400 naming the first input over
+    the model's limit."""
+    prompt = encoder._prompt_text(prompt_name, None)
+    encoded = encoder.transformer.tokenize([prompt + t for t in texts], truncate)
+    lengths = [len(ids) for ids in encoded["input_ids"]]
+    if not truncate:
+        for i, n in enumerate(lengths):
+            if n > encoder.max_seq_length:
+                param = "input" if single else f"input[{i}]"
+                raise APIError(
+                    400,
+                    f"'{param}' has {n} tokens, over the model's limit of {encoder.max_seq_length}; "
+                    "shorten it or send truncate=true",
+                    param,
+                    "input_too_long",
+                )
+    return sum(lengths)
+
+
+def encode_vector(vector: np.ndarray, encoding_format: str) -> list[float] | str:
+    """A float list, or little-endian float32 bytes in base64 (OpenAI's `base64` format)."""
+    if encoding_format == "base64":
+        return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+    values: list[float] = vector.astype(np.float32).tolist()
+    return values
+
+
+def embed(
+    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
+) -> EmbeddingResponse:
+    """Validate, encode and format one request (blocking: run it in a worker thread)."""
+    texts = request_texts(request, encoder, settings)
+    check_options(request, encoder)
+    single = isinstance(request.input, str) or (len(texts) == 1 and isinstance(request.input[0], int))
+    tokens = count_tokens(encoder, texts, request.prompt_name, request.truncate, single)
+    vectors = encoder.encode(
+        texts,
+        prompt_name=request.prompt_name,
+        truncate=request.truncate,
+        truncate_dim=request.dimensions,
+        normalize_embeddings=request.dimensions is not None and encoder.normalizes,
+        show_progress_bar=False,
+    )
+    data = [
+        Embedding(index=i, embedding=encode_vector(v, request.encoding_format)) for i, v in enumerate(vectors)
+    ]
+    return EmbeddingResponse(data=data, model=name, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))

@@ -1,0 +1,89 @@
+"""Request and response bodies of OpenAI's embeddings API, plus munjang's extras.
+
+- `input`: a string, a list of strings, a list of token ids, or a list of token-id lists. Token ids
+  are decoded with the model's tokenizer (`skip_special_tokens=True`) and the text is encoded as
+  usual, so they give the vectors of the text they spell in *this* model's vocabulary.
+- `encoding_format="base64"`: each vector as little-endian float32 bytes, base64-encoded (as OpenAI).
+- `dimensions`: keep the first N dimensions (Matryoshka), then re-normalize to unit length when the
+  model itself normalizes, so cosine and dot product stay equal.
+- munjang extras: `truncate` (False: an input over the model's token limit is an error instead of
+  being cut) and `prompt_name` (one of the model's prompts, e.g. e5's "query" / "passage").
+- `model` may be left out: the server's default (first) model answers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+EmbeddingInput = StrictStr | list[StrictStr] | list[StrictInt] | list[list[StrictInt]]
+
+
+class EmbeddingRequest(BaseModel):
+    """POST /v1/embeddings body."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    input: EmbeddingInput = Field(description="Text, texts, token ids, or lists of token ids.")
+    model: StrictStr | None = Field(default=None, description="A served model (default: the first).")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: StrictInt | None = Field(default=None, description="Keep the first N dimensions.")
+    user: StrictStr | None = None
+    truncate: bool = Field(default=True, description="Cut inputs at the model's token limit.")
+    prompt_name: StrictStr | None = Field(default=None, description="One of the model's prompts.")
+
+
+class Embedding(BaseModel):
+    """One vector, in input order."""
+
+    object: Literal["embedding"] = "embedding"
+    index: int
+    embedding: list[float] | str
+
+
+class Usage(BaseModel):
+    """Tokens the model read (after decoding token-id inputs, prompt and special tokens included)."""
+
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingResponse(BaseModel):
+    """POST /v1/embeddings answer."""
+
+    object: Literal["list"] = "list"
+    data: list[Embedding]
+    model: str
+    usage: Usage
+
+
+class ModelCard(BaseModel):
+    """One entry of GET /v1/models."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "munjang"
+
+
+class ModelList(BaseModel):
+    """GET /v1/models answer."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorDetail(BaseModel):
+    """The `error` member of every error answer."""
+
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer: `{"error": {...}}`, as OpenAI sends."""
+
+    error: ErrorDetail

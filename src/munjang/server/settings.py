@@ -1,0 +1,32 @@
+"""What a server serves and the limits it enforces on each request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..encoder import SentenceEncoder
+
+
+@dataclass
+class ServerSettings:
+    """Models served by name (the first is the default) and per-request limits.
+
+    `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
+    """
+
+    models: dict[str, SentenceEncoder] = field(default_factory=dict)
+    api_key: str | None = None
+    max_inputs_per_request: int = 2048
+    max_chars_per_input: int = 100_000
+    max_body_bytes: int = 8_000_000
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ValueError("ServerSettings needs at least one model to serve")
+
+    @property
+    def default_model(self) -> str:
+        """The name of the first model, used when a request names none."""
+        return next(iter(self.models))
