@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
+from .batcher import DynamicBatcher
 from .embed import embed
 from .errors import APIError, install_error_handlers, validation_error
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
@@ -65,13 +67,27 @@ def api_key_check(settings: ServerSettings) -> Callable[[Request], None]:
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """The ASGI app serving `settings.models` under OpenAI's embeddings API."""
+    batchers = {
+        name: DynamicBatcher(encoder, settings.batch_max_tokens, settings.batch_max_wait_ms)
+        for name, encoder in settings.models.items()
+    }
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        for batcher in batchers.values():
+            batcher.close()
+
     app = FastAPI(
         title="munjang embeddings",
         version=__version__,
         description="OpenAI-compatible sentence embeddings served by munjang.",
+        lifespan=lifespan,
     )
     install_error_handlers(app)
     started = int(time.time())
+    app.state.batchers = batchers
+
     router = APIRouter(prefix="/v1", dependencies=[Depends(api_key_check(settings))], responses=ERROR_ANSWERS)
 
     @router.post(
@@ -98,7 +114,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             raise APIError(
                 404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
             )
-        return await run_in_threadpool(embed, parsed, name, encoder, settings)
+        return await run_in_threadpool(embed, parsed, name, encoder, settings, batchers[name])
 
     @router.get("/models", response_model=ModelList)
     async def list_models() -> ModelList:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..encoder import SentenceEncoder
+from .batcher import DynamicBatcher
 from .errors import APIError
 from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
 from .settings import ServerSettings
@@ -102,21 +103,28 @@ def encode_vector(vector: np.ndarray, encoding_format: str) -> list[float] | str
 
 
 def embed(
-    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
+    request: EmbeddingRequest,
+    name: str,
+    encoder: SentenceEncoder,
+    settings: ServerSettings,
+    batcher: DynamicBatcher | None = None,
 ) -> EmbeddingResponse:
-    """Validate, encode and format one request (blocking: run it in a worker thread)."""
+    """Validate, encode and format one request (blocking: run it in a worker thread); with a
+    `batcher`, the encoding shares model batches with concurrent requests."""
     texts = request_texts(request, encoder, settings)
     check_options(request, encoder)
     single = isinstance(request.input, str) or (len(texts) == 1 and isinstance(request.input[0], int))
     tokens = count_tokens(encoder, texts, request.prompt_name, request.truncate, single)
-    vectors = encoder.encode(
-        texts,
-        prompt_name=request.prompt_name,
-        truncate=request.truncate,
-        truncate_dim=request.dimensions,
-        normalize_embeddings=request.dimensions is not None and encoder.normalizes,
-        show_progress_bar=False,
-    )
+    options: dict[str, Any] = {
+        "prompt_name": request.prompt_name,
+        "truncate": request.truncate,
+        "truncate_dim": request.dimensions,
+        "normalize_embeddings": request.dimensions is not None and encoder.normalizes,
+    }
+    if batcher is not None:
+        vectors = batcher.encode(texts, **options)
+    else:
+        vectors = encoder.encode(texts, show_progress_bar=False, **options)
     data = [
         Embedding(index=i, embedding=encode_vector(v, request.encoding_format)) for i, v in enumerate(vectors)
     ]

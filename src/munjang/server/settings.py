@@ -12,6 +12,8 @@ class ServerSettings:
     """Models served by name (the first is the default) and per-request limits.
 
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
+    `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
+    up to that many tokens, waiting at most that long for company (see `server.batcher`).
     """
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
@@ -21,6 +23,8 @@ class ServerSettings:
     max_body_bytes: int = 8_000_000
     host: str = "127.0.0.1"
     port: int = 8000
+    batch_max_tokens: int = 8192
+    batch_max_wait_ms: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.models:

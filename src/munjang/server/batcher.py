@@ -1,0 +1,195 @@
+"""Dynamic batching: concurrent encode requests merged into model batches by a token budget.
+
+Each request is tokenized on arrival (exact lengths). One worker thread per model collects what
+has arrived — waiting at most `max_wait_ms` for more once something is queued — and fills a batch
+up to `max_tokens` real tokens by taking a slice from every waiting request in turn, so a huge
+request is encoded in pieces between the small ones and cannot starve them. Requests with
+different encode options (prompt, truncation, dimensions) never share a batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Hashable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..encoder import SentenceEncoder
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    lengths: list[int]
+    options: dict[str, Any]
+    key: Hashable
+    future: Future[np.ndarray]
+    next: int = 0
+    parts: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass
+class BatcherStats:
+    """Counters for /metrics: batches run, rows and tokens encoded, the largest queue seen."""
+
+    batches: int = 0
+    rows: int = 0
+    tokens: int = 0
+    requests: int = 0
+    max_queue_depth: int = 0
+    batch_rows: list[int] = field(default_factory=list)
+
+
+class DynamicBatcher:
+    """Merges `encode` calls from many threads into shared model batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        encoder: SentenceEncoder,
+        max_tokens: int = 8192,
+        max_wait_ms: float = 2.0,
+        slice_rows: int = 64,
+    ) -> None:
+        if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
+            raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
+        self.encoder = encoder
+        self.max_tokens = max_tokens
+        self.max_wait = max_wait_ms / 1000
+        self.slice_rows = slice_rows
+        self.stats = BatcherStats()
+        self._jobs: deque[_Job] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="munjang-batcher", daemon=True)
+        self._thread.start()
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting or in progress."""
+        with self._cond:
+            return len(self._jobs)
+
+    def submit(self, texts: Sequence[str], **options: Any) -> Future[np.ndarray]:
+        """Queue `texts` (encode options as keywords); the future gives their (n, dim) vectors."""
+        future: Future[np.ndarray] = Future()
+        texts = list(texts)
+        if not texts:
+            future.set_result(np.zeros((0, self.encoder.get_embedding_dimension()), dtype=np.float32))
+            return future
+        ids = self.encoder.transformer.tokenize(texts)["input_ids"]
+        key = tuple(sorted((k, repr(v)) for k, v in options.items()))
+        job = _Job(texts, [len(x) for x in ids], options, key, future)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the batcher is closed")
+            self._jobs.append(job)
+            self.stats.requests += 1
+            self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._jobs))
+            self._cond.notify()
+        return future
+
+    def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        """`submit` and wait."""
+        return self.submit(texts, **options).result()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout=30)
+
+    def _take(self) -> list[tuple[_Job, int, int]]:
+        """Slices (job, start, stop) for the next batch: round-robin over waiting jobs with the
+        options of the oldest one, up to the token budget."""
+        first = self._jobs[0]
+        chosen: list[tuple[_Job, int, int]] = []
+        budget = self.max_tokens
+        progress = True
+        cursor = {id(job): job.next for job in self._jobs}
+        while budget > 0 and progress:
+            progress = False
+            for job in self._jobs:
+                if job.key != first.key:
+                    continue
+                start = cursor[id(job)]
+                stop = start
+                while stop < len(job.texts) and stop - start < self.slice_rows:
+                    cost = job.lengths[stop]
+                    if cost > budget and (chosen or stop > start):
+                        break
+                    budget -= cost
+                    stop += 1
+                if stop > start:
+                    chosen.append((job, start, stop))
+                    cursor[id(job)] = stop
+                    progress = True
+                if budget <= 0:
+                    break
+        for job, _, stop in chosen:
+            job.next = max(job.next, stop)
+        return chosen
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closed:
+                    self._cond.wait()
+                if self._closed and not self._jobs:
+                    return
+            if self.max_wait:
+                time.sleep(self.max_wait)  # let concurrent requests arrive and join this batch
+            with self._cond:
+                chosen = self._take()
+            self._encode(chosen)
+
+    def _encode(self, chosen: list[tuple[_Job, int, int]]) -> None:
+        texts = [t for job, start, stop in chosen for t in job.texts[start:stop]]
+        try:
+            vectors = np.asarray(
+                self.encoder.encode(texts, show_progress_bar=False, **chosen[0][0].options), dtype=np.float32
+            )
+        except Exception as error:  # the request that caused it fails; the others are retried alone
+            self._fail_or_split(chosen, error)
+            return
+        offset = 0
+        self.stats.batches += 1
+        self.stats.rows += len(texts)
+        self.stats.tokens += sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
+        self.stats.batch_rows.append(len(texts))
+        del self.stats.batch_rows[:-1000]
+        for job, start, stop in chosen:
+            job.parts.append(vectors[offset : offset + stop - start])
+            offset += stop - start
+        self._finish_done()
+
+    def _fail_or_split(self, chosen: list[tuple[_Job, int, int]], error: Exception) -> None:
+        jobs = {id(job): job for job, _, _ in chosen}
+        if len(jobs) == 1:
+            job = chosen[0][0]
+            with self._cond:
+                if job in self._jobs:
+                    self._jobs.remove(job)
+            if not job.future.done():
+                job.future.set_exception(error)
+            return
+        for job, start, _ in chosen:  # rewind, then run each job's slice on its own
+            job.next = min(job.next, start)
+        for job, start, stop in chosen:
+            if job.future.done():
+                continue
+            job.next = stop
+            self._encode([(job, start, stop)])
+
+    def _finish_done(self) -> None:
+        with self._cond:
+            done = [job for job in self._jobs if job.next >= len(job.texts) and job.parts]
+            for job in done:
+                if sum(len(p) for p in job.parts) == len(job.texts):
+                    self._jobs.remove(job)
+                    if not job.future.done():
+                        job.future.set_result(np.concatenate(job.parts))

@@ -1,0 +1,80 @@
+"""Dynamic batching: concurrent requests share model batches, results match a direct encode, a huge
+request cannot starve small ones, and one bad request fails alone."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from munjang.errors import InputTooLongError
+from munjang.server.batcher import DynamicBatcher
+
+TEXTS = [f"request {i}: the weather in Seoul is {'sunny' if i % 2 else '흐림'} today" for i in range(64)]
+
+
+def test_concurrent_requests_are_merged_and_match_a_direct_encode(encoder):
+    batcher = DynamicBatcher(encoder, max_tokens=4096, max_wait_ms=20)
+    try:
+        expected = encoder.encode(TEXTS)
+        results: dict[int, np.ndarray] = {}
+        barrier = threading.Barrier(8)
+
+        def client(k: int) -> None:
+            barrier.wait()
+            results[k] = batcher.encode(TEXTS[k * 8 : (k + 1) * 8])
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_allclose(np.concatenate([results[k] for k in range(8)]), expected, atol=1e-5)
+        assert batcher.stats.requests == 8
+        assert batcher.stats.batches < 8, "concurrent requests should share batches"
+        assert batcher.stats.rows == len(TEXTS)
+        assert batcher.encode([]).shape == (0, encoder.get_embedding_dimension())
+    finally:
+        batcher.close()
+
+
+def test_options_are_kept_apart(encoder):
+    batcher = DynamicBatcher(encoder, max_wait_ms=20)
+    try:
+        a = batcher.submit(TEXTS[:4], truncate_dim=8, normalize_embeddings=True)
+        b = batcher.submit(TEXTS[:4])
+        np.testing.assert_allclose(b.result(), encoder.encode(TEXTS[:4]), atol=1e-5)
+        short = a.result()
+        assert short.shape == (4, 8)
+        np.testing.assert_allclose(np.linalg.norm(short, axis=1), 1.0, atol=1e-5)
+    finally:
+        batcher.close()
+
+
+def test_a_huge_request_does_not_starve_small_ones(encoder):
+    batcher = DynamicBatcher(encoder, max_tokens=512, max_wait_ms=1, slice_rows=16)
+    try:
+        huge = batcher.submit([f"{t} and some more words to make it longer" for t in TEXTS * 12])
+        time.sleep(0.05)
+        small = batcher.submit(["a short question"])
+        small.result(timeout=60)
+        assert not huge.done(), "the small request should finish while the huge one is still running"
+        assert huge.result(timeout=300).shape == (len(TEXTS) * 12, encoder.get_embedding_dimension())
+    finally:
+        batcher.close()
+
+
+def test_a_failing_request_fails_alone(encoder):
+    batcher = DynamicBatcher(encoder, max_wait_ms=30)
+    try:
+        bad = batcher.submit(["word " * 600], truncate=False)
+        good = batcher.submit(["fine"], truncate=False)
+        with pytest.raises(InputTooLongError):
+            bad.result(timeout=60)
+        np.testing.assert_allclose(good.result(timeout=60), encoder.encode(["fine"]), atol=1e-5)
+    finally:
+        batcher.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        batcher.submit(["late"])
