@@ -78,3 +78,22 @@ def test_a_failing_request_fails_alone(encoder):
         batcher.close()
     with pytest.raises(RuntimeError, match="closed"):
         batcher.submit(["late"])
+
+
+def test_metrics_count_requests_batches_and_queue(encoder):
+    from fastapi.testclient import TestClient
+
+    from munjang.server import ServerSettings, create_app
+
+    app = create_app(ServerSettings(models={"mini": encoder}, api_key="k"))
+    with TestClient(app) as client:
+        headers = {"Authorization": "Bearer k"}
+        assert client.post("/v1/embeddings", json={"input": ["a", "b"]}, headers=headers).status_code == 200
+        assert client.post("/v1/embeddings", json={"input": ""}, headers=headers).status_code == 400
+        text = client.get("/metrics").text  # open, like /health
+    assert 'munjang_requests_total{route="/v1/embeddings",status="200"} 1.0' in text
+    assert 'munjang_requests_total{route="/v1/embeddings",status="400"} 1.0' in text
+    assert 'munjang_batch_rows_count{model="mini"} 1.0' in text
+    assert 'munjang_batch_rows_sum{model="mini"} 2.0' in text
+    assert 'munjang_queue_depth{model="mini"} 0.0' in text
+    assert 'munjang_request_seconds_bucket{le="30.0",route="/v1/embeddings"} 2.0' in text

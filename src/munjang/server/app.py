@@ -15,6 +15,7 @@ from .. import __version__
 from .batcher import DynamicBatcher
 from .embed import embed
 from .errors import APIError, install_error_handlers, validation_error
+from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
 
@@ -87,6 +88,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     install_error_handlers(app)
     started = int(time.time())
     app.state.batchers = batchers
+    app.state.metrics = ServerMetrics(batchers)
+    app.state.metrics.install(app)
 
     router = APIRouter(prefix="/v1", dependencies=[Depends(api_key_check(settings))], responses=ERROR_ANSWERS)
 

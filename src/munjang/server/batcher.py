@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +62,7 @@ class DynamicBatcher:
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
         self.stats = BatcherStats()
+        self.on_batch: Callable[[int, int], None] | None = None  # (rows, tokens) after each batch
         self._jobs: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -157,9 +158,12 @@ class DynamicBatcher:
             self._fail_or_split(chosen, error)
             return
         offset = 0
+        tokens = sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
         self.stats.batches += 1
         self.stats.rows += len(texts)
-        self.stats.tokens += sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
+        self.stats.tokens += tokens
+        if self.on_batch is not None:
+            self.on_batch(len(texts), tokens)
         self.stats.batch_rows.append(len(texts))
         del self.stats.batch_rows[:-1000]
         for job, start, stop in chosen:
