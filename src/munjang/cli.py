@@ -501,8 +501,12 @@ def serve(
     precision: PrecisionOption = "fp32",
     threads: ThreadsOption = None,
     max_inputs: Annotated[int, typer.Option(min=1, help="Most inputs in one request.")] = 2048,
+    reranker: Annotated[
+        list[str] | None,
+        typer.Option(help="Cross-encoder folder or NAME=PATH for POST /v1/rerank (repeatable)."),
+    ] = None,
 ) -> None:
-    """Serve the models over HTTP with OpenAI's embeddings API (POST /v1/embeddings)."""
+    """Serve the models over HTTP: OpenAI's embeddings API, similarity, tokenize, rerank, metrics."""
     import uvicorn
 
     from .server import ServerSettings, create_app
@@ -512,8 +516,17 @@ def serve(
         encoder = _load(path, device, backend=backend, precision=precision, threads=threads)
         encoder.warmup()
         encoders[name] = encoder
+    rerankers = {
+        name: _load_cross_encoder(str(path), device)
+        for name, path in (_named_models(reranker) if reranker else [])
+    }
     settings = ServerSettings(
-        models=encoders, api_key=api_key, max_inputs_per_request=max_inputs, host=host, port=port
+        models=encoders,
+        rerankers=rerankers,
+        api_key=api_key,
+        max_inputs_per_request=max_inputs,
+        host=host,
+        port=port,
     )
     typer.echo(f"serving {', '.join(encoders)} at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

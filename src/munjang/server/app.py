@@ -18,6 +18,7 @@ from .errors import APIError, install_error_handlers, validation_error
 from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
+from .text_api import add_text_routes
 
 ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": text}
@@ -124,6 +125,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         """The served models, default first."""
         return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
 
+    add_text_routes(router, settings, read_body)
     app.include_router(router)
 
     @app.get("/health")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
 
 
@@ -11,12 +12,14 @@ from ..encoder import SentenceEncoder
 class ServerSettings:
     """Models served by name (the first is the default) and per-request limits.
 
+    `rerankers`: cross-encoders served by /v1/rerank (the first is the default).
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
     """
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
+    rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
     api_key: str | None = None
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000

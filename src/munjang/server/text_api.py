@@ -1,0 +1,187 @@
+"""POST /v1/similarity, /v1/tokenize and /v1/rerank, in text-embeddings-inference's and Cohere's shapes.
+
+- similarity (TEI): `{"inputs": {"source_sentence": s, "sentences": [...]}}` -> one score per sentence,
+  the model's similarity function between the source and each sentence.
+- tokenize (TEI): `{"inputs": text | [texts], "add_special_tokens": true}` -> per text, its tokens
+  as `{"id", "text", "special", "start", "stop"}` (character offsets into the text).
+- rerank (TEI / Cohere): `{"query", "texts" | "documents", "top_n", "return_documents"}` ->
+  `{"model", "results": [{"index", "relevance_score", "document": {"text"}}]}`, best first, scored
+  by a served cross-encoder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ..encoder import SentenceEncoder
+from .errors import APIError, validation_error
+from .settings import ServerSettings
+
+
+class SimilarityInputs(BaseModel):
+    source_sentence: StrictStr
+    sentences: list[StrictStr]
+
+
+class SimilarityRequest(BaseModel):
+    """POST /v1/similarity body."""
+
+    model_config = ConfigDict(extra="ignore")
+    inputs: SimilarityInputs
+    model: StrictStr | None = None
+    prompt_name: StrictStr | None = None
+
+
+class TokenizeRequest(BaseModel):
+    """POST /v1/tokenize body."""
+
+    model_config = ConfigDict(extra="ignore")
+    inputs: StrictStr | list[StrictStr]
+    add_special_tokens: StrictBool = True
+    model: StrictStr | None = None
+
+
+class RerankRequest(BaseModel):
+    """POST /v1/rerank body: `texts` (TEI) or `documents` (Cohere; strings or `{"text": ...}`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    query: StrictStr
+    texts: list[StrictStr] | None = None
+    documents: list[StrictStr | dict[str, StrictStr]] | None = None
+    top_n: StrictInt | None = Field(default=None, description="Keep the best N (default: all).")
+    return_documents: StrictBool = False
+    model: StrictStr | None = None
+
+
+def parse(model: type[BaseModel], body: bytes) -> Any:
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as e:
+        raise validation_error(list(e.errors())) from None
+
+
+def non_empty(texts: list[str], param: str, settings: ServerSettings) -> None:
+    """400 naming the field for an empty list, an empty item, too many items or an over-long item."""
+    if not texts:
+        raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
+    if len(texts) > settings.max_inputs_per_request:
+        raise APIError(
+            400,
+            f"'{param}' has {len(texts)} items, over the limit of {settings.max_inputs_per_request}",
+            param,
+            "too_many_inputs",
+        )
+    for i, text in enumerate(texts):
+        if not text.strip():
+            raise APIError(400, f"'{param}[{i}]' must not be empty", f"{param}[{i}]", "empty_input")
+        if len(text) > settings.max_chars_per_input:
+            raise APIError(
+                400,
+                f"'{param}[{i}]' has {len(text)} characters, over the limit",
+                f"{param}[{i}]",
+                "input_too_long",
+            )
+
+
+def non_empty_text(text: str, param: str, settings: ServerSettings) -> None:
+    """400 naming `param` for an empty or over-long single text."""
+    if not text.strip():
+        raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
+    if len(text) > settings.max_chars_per_input:
+        raise APIError(400, f"'{param}' has {len(text)} characters, over the limit", param, "input_too_long")
+
+
+def similarity_scores(encoder: SentenceEncoder, request: SimilarityRequest) -> list[float]:
+    texts = [request.inputs.source_sentence, *request.inputs.sentences]
+    vectors = encoder.encode(texts, prompt_name=request.prompt_name, show_progress_bar=False)
+    scores = np.asarray(encoder.similarity(vectors[:1], vectors[1:]))[0]
+    return [float(s) for s in scores]
+
+
+def tokens_of(encoder: SentenceEncoder, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:
+    tokenizer = encoder.tokenizer
+    encoded = tokenizer(texts, add_special_tokens=special, return_offsets_mapping=True, truncation=False)
+    specials = set(tokenizer.all_special_ids)
+    out = []
+    for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True):
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        out.append(
+            [
+                {"id": i, "text": tok, "special": i in specials, "start": start, "stop": stop}
+                for i, tok, (start, stop) in zip(ids, tokens, offsets, strict=True)
+            ]
+        )
+    return out
+
+
+def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any) -> None:
+    """Register the similarity, tokenize and rerank routes on the (key-protected) /v1 router."""
+
+    def encoder_named(name: str | None) -> tuple[str, SentenceEncoder]:
+        name = name or settings.default_model
+        encoder = settings.models.get(name)
+        if encoder is None:
+            raise APIError(
+                404, f"model {name!r} is not served here; served: {', '.join(settings.models)}", "model"
+            )
+        return name, encoder
+
+    @router.post("/similarity", response_model=list[float])
+    async def similarity(request: Request) -> list[float]:
+        """Similarity of a source sentence to each of several sentences (TEI's /similarity)."""
+        parsed = parse(SimilarityRequest, await read_body(request, settings.max_body_bytes))
+        non_empty_text(parsed.inputs.source_sentence, "inputs.source_sentence", settings)
+        non_empty(parsed.inputs.sentences, "inputs.sentences", settings)
+        _, encoder = encoder_named(parsed.model)
+        if parsed.prompt_name is not None and parsed.prompt_name not in encoder.prompts:
+            raise APIError(400, f"unknown prompt_name {parsed.prompt_name!r}", "prompt_name")
+        scores: list[float] = await run_in_threadpool(similarity_scores, encoder, parsed)
+        return scores
+
+    @router.post("/tokenize")
+    async def tokenize(request: Request) -> list[list[dict[str, Any]]]:
+        """The model's tokens of each input, with ids and character offsets (TEI's /tokenize)."""
+        parsed = parse(TokenizeRequest, await read_body(request, settings.max_body_bytes))
+        texts = [parsed.inputs] if isinstance(parsed.inputs, str) else list(parsed.inputs)
+        non_empty(texts, "inputs", settings)
+        _, encoder = encoder_named(parsed.model)
+        return await run_in_threadpool(tokens_of, encoder, texts, parsed.add_special_tokens)
+
+    @router.post("/rerank")
+    async def rerank(request: Request) -> dict[str, Any]:
+        """Documents ordered by a cross-encoder's relevance to the query (TEI / Cohere rerank)."""
+        parsed = parse(RerankRequest, await read_body(request, settings.max_body_bytes))
+        if not settings.rerankers:
+            raise APIError(404, "no reranker (cross-encoder) is served here; start with --reranker", "model")
+        name = parsed.model if parsed.model in settings.rerankers else None
+        if parsed.model is not None and name is None:
+            served = ", ".join(settings.rerankers)
+            raise APIError(404, f"reranker {parsed.model!r} is not served here; served: {served}", "model")
+        name = name or next(iter(settings.rerankers))
+        if parsed.texts is not None and parsed.documents is not None:
+            raise APIError(400, "send 'texts' or 'documents', not both", "documents")
+        raw = parsed.texts if parsed.texts is not None else parsed.documents
+        param = "texts" if parsed.texts is not None else "documents"
+        if raw is None:
+            raise APIError(422, "'documents' (or 'texts') is required", "documents", "missing_field")
+        docs = [d if isinstance(d, str) else d.get("text", "") for d in raw]
+        non_empty_text(parsed.query, "query", settings)
+        non_empty(docs, param, settings)
+        if parsed.top_n is not None and parsed.top_n < 1:
+            raise APIError(400, "'top_n' must be at least 1", "top_n")
+        cross = settings.rerankers[name]
+        hits = await run_in_threadpool(
+            cross.rank, parsed.query, docs, top_k=parsed.top_n, show_progress_bar=False
+        )
+        results = []
+        for hit in hits:
+            item: dict[str, Any] = {"index": hit["corpus_id"], "relevance_score": hit["score"]}
+            if parsed.return_documents:
+                item["document"] = {"text": docs[hit["corpus_id"]]}
+            results.append(item)
+        return {"model": name, "results": results}
