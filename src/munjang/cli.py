@@ -505,6 +505,12 @@ def serve(
         list[str] | None,
         typer.Option(help="Cross-encoder folder or NAME=PATH for POST /v1/rerank (repeatable)."),
     ] = None,
+    collection: Annotated[
+        list[Path] | None, typer.Option(help="A collection folder to serve (repeatable).")
+    ] = None,
+    collections_dir: Annotated[
+        Path | None, typer.Option(help="Serve every collection in this folder and create new ones there.")
+    ] = None,
 ) -> None:
     """Serve the models over HTTP: OpenAI's embeddings API, similarity, tokenize, rerank, metrics."""
     import uvicorn
@@ -523,6 +529,8 @@ def serve(
     settings = ServerSettings(
         models=encoders,
         rerankers=rerankers,
+        collection_paths={Path(p).name: Path(p) for p in collection or []},
+        collections_dir=collections_dir,
         api_key=api_key,
         max_inputs_per_request=max_inputs,
         host=host,

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from .batcher import DynamicBatcher
+from .collections_api import add_collection_routes, open_served
 from .embed import embed
 from .errors import APIError, install_error_handlers, validation_error
 from .metrics import ServerMetrics
@@ -74,11 +75,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
         for name, encoder in settings.models.items()
     }
 
+    collections = open_served(settings)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         for batcher in batchers.values():
             batcher.close()
+        for collection in collections.values():
+            collection.close()
 
     app = FastAPI(
         title="munjang embeddings",
@@ -126,6 +131,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
 
     add_text_routes(router, settings, read_body)
+    add_collection_routes(router, settings, collections, read_body)
+    app.state.collections = collections
     app.include_router(router)
 
     @app.get("/health")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
@@ -13,6 +14,8 @@ class ServerSettings:
     """Models served by name (the first is the default) and per-request limits.
 
     `rerankers`: cross-encoders served by /v1/rerank (the first is the default).
+    `collection_paths` (name -> folder) and every collection inside `collections_dir` are served
+    under /v1/collections; new collections are created in `collections_dir`.
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
@@ -20,6 +23,8 @@ class ServerSettings:
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
+    collection_paths: dict[str, Path] = field(default_factory=dict)
+    collections_dir: Path | None = None
     api_key: str | None = None
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000

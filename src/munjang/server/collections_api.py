@@ -1,0 +1,221 @@
+"""Collections over HTTP: list, create, info, add documents, delete documents, search.
+
+Each served collection lives on its own worker thread (SQLite connections belong to the thread that
+opened them), so its operations run one at a time, off the event loop. Routes:
+
+    GET  /v1/collections                     the served collections and their info
+    POST /v1/collections                     {"name", "model"?, "index"?: exact|hnsw} (a collections dir)
+    GET  /v1/collections/{name}              info
+    POST /v1/collections/{name}/documents    {"documents": [{"id", "text", "metadata"?}], "on_conflict"?}
+    POST /v1/collections/{name}/delete       {"ids": [...]}
+    POST /v1/collections/{name}/search       {"query", "top_k"?, "mode"?, "filter"?, "fusion"?, "weights"?,
+                                              "rerank"?, "rerank_k"?}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from ..search.collection import Collection
+from ..search.store import CollectionError
+from .errors import APIError
+from .settings import ServerSettings
+from .text_api import non_empty_text, parse
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ServedCollection:
+    """A collection and the one thread that touches it."""
+
+    def __init__(self, open_collection: Callable[[], Collection]) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection")
+        try:
+            self.collection = self._pool.submit(open_collection).result()
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run `fn` on the collection's thread; bad requests become 400s naming the problem."""
+        try:
+            return await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+        except (CollectionError, ValueError, TypeError) as e:
+            raise APIError(400, str(e)) from e
+
+    def close(self) -> None:
+        self._pool.submit(self.collection.close).result()
+        self._pool.shutdown(wait=True)
+
+
+class CreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: StrictStr
+    model: StrictStr | None = Field(default=None, description="A served model (default: the first).")
+    index: Literal["exact", "hnsw"] = "exact"
+
+
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: StrictStr
+    text: StrictStr
+    metadata: dict[str, Any] | None = None
+
+
+class AddRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    documents: list[DocumentIn]
+    on_conflict: Literal["error", "skip", "upsert"] = "error"
+
+
+class DeleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ids: list[StrictStr]
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: StrictStr
+    top_k: StrictInt = Field(default=10, ge=1, le=1000)
+    mode: Literal["dense", "lexical", "hybrid"] = "hybrid"
+    filter: dict[str, Any] | None = None
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    weights: list[StrictFloat | StrictInt] | None = None
+    rerank: bool = False
+    rerank_k: StrictInt | None = Field(default=None, ge=1)
+
+
+def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
+    """The collections named in `settings.collection_paths`, plus every collection folder found in
+    `settings.collections_dir`."""
+    paths = dict(settings.collection_paths)
+    if settings.collections_dir is not None:
+        for folder in sorted(Path(settings.collections_dir).iterdir()):
+            if (folder / "collection.db").exists():
+                paths.setdefault(folder.name, folder)
+    return {name: ServedCollection(_opener(path)) for name, path in paths.items()}
+
+
+def _opener(path: Path) -> Callable[[], Collection]:
+    return lambda: Collection.open(path)
+
+
+def add_collection_routes(
+    router: APIRouter, settings: ServerSettings, served: dict[str, ServedCollection], read_body: Any
+) -> None:
+    """Register the collection routes on the (key-protected) /v1 router."""
+
+    def named(name: str) -> ServedCollection:
+        found = served.get(name)
+        if found is None:
+            known = ", ".join(served) or "none"
+            raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")
+        return found
+
+    async def info_of(name: str) -> dict[str, Any]:
+        info: dict[str, Any] = await named(name).call(lambda: named(name).collection.info())
+        return {"name": name, **info}
+
+    @router.get("/collections")
+    async def list_collections() -> dict[str, Any]:
+        """The served collections with their sizes and settings."""
+        return {"object": "list", "data": [await info_of(name) for name in served]}
+
+    @router.post("/collections", status_code=201)
+    async def create_collection(request: Request) -> dict[str, Any]:
+        """A new, empty collection in the server's collections folder, embedded by a served model."""
+        parsed = parse(CreateRequest, await read_body(request, settings.max_body_bytes))
+        if settings.collections_dir is None:
+            raise APIError(400, "this server has no collections folder (start it with --collections-dir)")
+        if not NAME.match(parsed.name):
+            raise APIError(400, "'name' must be 1-64 letters, digits, '_', '-' or '.'", "name")
+        if parsed.name in served:
+            raise APIError(409, f"collection {parsed.name!r} already exists", "name", "already_exists")
+        model_name = parsed.model or settings.default_model
+        encoder = settings.models.get(model_name)
+        if encoder is None:
+            raise APIError(404, f"model {model_name!r} is not served here", "model")
+        folder = Path(settings.collections_dir) / parsed.name
+        source = encoder.model_folder or model_name
+
+        def create() -> Collection:
+            return Collection.create(folder, str(source), encoder=encoder, index=parsed.index)
+
+        try:
+            served[parsed.name] = ServedCollection(create)
+        except (CollectionError, ValueError) as e:
+            raise APIError(400, str(e), "name") from e
+        return await info_of(parsed.name)
+
+    @router.get("/collections/{name}")
+    async def collection_info(name: str) -> dict[str, Any]:
+        """Size and settings of one collection."""
+        return await info_of(name)
+
+    @router.post("/collections/{name}/documents")
+    async def add_documents(name: str, request: Request) -> dict[str, Any]:
+        """Add (or skip / upsert) documents; everything is durable when the answer comes."""
+        target = named(name)
+        parsed = parse(AddRequest, await read_body(request, settings.max_body_bytes))
+        if not parsed.documents:
+            raise APIError(400, "'documents' must not be empty", "documents", "empty_input")
+        if len(parsed.documents) > settings.max_inputs_per_request:
+            raise APIError(400, f"'documents' has over {settings.max_inputs_per_request} items", "documents")
+        for i, doc in enumerate(parsed.documents):
+            non_empty_text(doc.text, f"documents[{i}].text", settings)
+        docs = parsed.documents
+        result = await target.call(
+            target.collection.add,
+            [d.id for d in docs],
+            [d.text for d in docs],
+            [d.metadata for d in docs],
+            on_conflict=parsed.on_conflict,
+            show_progress_bar=False,
+        )
+        return {"added": result.added, "updated": result.updated, "skipped": result.skipped}
+
+    @router.post("/collections/{name}/delete")
+    async def delete_documents(name: str, request: Request) -> dict[str, Any]:
+        """Delete documents by id; unknown ids are ignored and not counted."""
+        target = named(name)
+        parsed = parse(DeleteRequest, await read_body(request, settings.max_body_bytes))
+        deleted = await target.call(target.collection.delete, parsed.ids)
+        return {"deleted": deleted}
+
+    @router.post("/collections/{name}/search")
+    async def search(name: str, request: Request) -> dict[str, Any]:
+        """Dense, BM25 or hybrid search with an optional metadata filter and cross-encoder rerank."""
+        target = named(name)
+        parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
+        non_empty_text(parsed.query, "query", settings)
+        reranker = None
+        if parsed.rerank:
+            if not settings.rerankers:
+                raise APIError(400, "rerank asked, but no reranker is served (--reranker)", "rerank")
+            reranker = next(iter(settings.rerankers.values()))
+        hits = await target.call(
+            target.collection.search,
+            parsed.query,
+            parsed.top_k,
+            mode=parsed.mode,
+            filter=parsed.filter,
+            fusion=parsed.fusion,
+            weights=parsed.weights,
+            rerank=reranker,
+            rerank_k=parsed.rerank_k,
+        )
+        return {
+            "object": "list",
+            "data": [
+                {"id": h.id, "text": h.text, "metadata": h.metadata, "score": h.score, "scores": h.scores}
+                for h in hits
+            ],
+        }

@@ -1,0 +1,119 @@
+"""Collections over HTTP: create, add, search (dense / BM25 / hybrid, filters), delete, info, reopen;
+every bad request is a 4xx naming the problem, and nothing stored is lost."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from munjang import Collection
+from munjang.server import ServerSettings, create_app
+
+KEY = {"Authorization": "Bearer k"}
+DOCS = [
+    {"id": "d1", "text": "서울의 날씨가 오늘은 맑고 따뜻합니다.", "metadata": {"lang": "ko", "year": 2024}},
+    {"id": "d2", "text": "주식 시장이 급락했다.", "metadata": {"lang": "ko", "year": 2023}},
+    {"id": "d3", "text": "The weather in Seoul is sunny today.", "metadata": {"lang": "en", "year": 2024}},
+    {"id": "d4", "text": "A man is playing a guitar.", "metadata": {"lang": "en", "year": 2022}},
+]
+
+
+@pytest.fixture()
+def served(encoder, tmp_path):
+    app = create_app(ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path))
+    with TestClient(app) as client:
+        yield client, tmp_path
+
+
+def test_create_add_search_delete_and_reopen(served, encoder):
+    client, folder = served
+    created = client.post("/v1/collections", json={"name": "news"}, headers=KEY)
+    assert created.status_code == 201, created.text
+    assert created.json()["documents"] == 0
+    added = client.post("/v1/collections/news/documents", json={"documents": DOCS}, headers=KEY)
+    assert added.json() == {"added": 4, "updated": 0, "skipped": 0}
+    hits = client.post(
+        "/v1/collections/news/search", json={"query": "Seoul weather", "top_k": 2}, headers=KEY
+    )
+    assert hits.status_code == 200, hits.text
+    assert hits.json()["data"][0]["id"] in {"d1", "d3"}
+    assert {"dense", "lexical"} <= set(hits.json()["data"][0]["scores"])
+    filtered = client.post(
+        "/v1/collections/news/search",
+        json={"query": "weather", "mode": "dense", "filter": {"lang": "ko"}, "top_k": 5},
+        headers=KEY,
+    ).json()["data"]
+    assert {h["id"] for h in filtered} == {"d1", "d2"}
+    lexical = client.post(
+        "/v1/collections/news/search", json={"query": "guitar", "mode": "lexical"}, headers=KEY
+    ).json()["data"]
+    assert lexical[0]["id"] == "d4"
+    assert client.post("/v1/collections/news/delete", json={"ids": ["d4", "nope"]}, headers=KEY).json() == {
+        "deleted": 1
+    }
+    info = client.get("/v1/collections/news", headers=KEY).json()
+    assert info["documents"] == 3 and info["name"] == "news"
+    listed = client.get("/v1/collections", headers=KEY).json()["data"]
+    assert [c["name"] for c in listed] == ["news"]
+    client.close()
+    reopened = Collection.open(folder / "news", encoder=encoder)
+    try:
+        assert sorted(reopened.ids()) == ["d1", "d2", "d3"]
+    finally:
+        reopened.close()
+
+
+def test_a_server_serves_the_collections_it_finds(encoder, tmp_path):
+    col = Collection.create(tmp_path / "found", encoder=encoder)
+    col.add(["a"], ["a document about cats"])
+    col.close()
+    app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=tmp_path))
+    with TestClient(app) as client:
+        hits = client.post("/v1/collections/found/search", json={"query": "cats", "mode": "dense"}).json()
+    assert hits["data"][0]["id"] == "a"
+
+
+@pytest.mark.parametrize(
+    "path,body,status,param",
+    [
+        ("/v1/collections", {"name": "bad name!"}, 400, "name"),
+        ("/v1/collections", {"name": "x", "model": "nope"}, 404, "model"),
+        ("/v1/collections", {"name": "x", "index": "ivf"}, 422, "index"),
+        ("/v1/collections/missing/search", {"query": "q"}, 404, "name"),
+        ("/v1/collections/news/search", {"query": ""}, 400, "query"),
+        ("/v1/collections/news/search", {"query": "q", "top_k": 0}, 422, "top_k"),
+        ("/v1/collections/news/search", {"query": "q", "mode": "fuzzy"}, 422, "mode"),
+        ("/v1/collections/news/search", {"query": "q", "rerank": True}, 400, "rerank"),
+        ("/v1/collections/news/documents", {"documents": []}, 400, "documents"),
+        (
+            "/v1/collections/news/documents",
+            {"documents": [{"id": "z", "text": " "}]},
+            400,
+            "documents[0].text",
+        ),
+        ("/v1/collections/news/documents", {"documents": [{"text": "no id"}]}, 422, "documents[0].id"),
+    ],
+)
+def test_bad_requests_are_named(served, path, body, status, param):
+    client, _ = served
+    client.post("/v1/collections", json={"name": "news"}, headers=KEY)
+    response = client.post(path, json=body, headers=KEY)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["param"] == param
+
+
+def test_conflicts_and_filters_are_checked_without_losing_data(served):
+    client, _ = served
+    client.post("/v1/collections", json={"name": "news"}, headers=KEY)
+    client.post("/v1/collections/news/documents", json={"documents": DOCS[:2]}, headers=KEY)
+    again = client.post("/v1/collections/news/documents", json={"documents": DOCS[:3]}, headers=KEY)
+    assert again.status_code == 400 and "d1" in again.json()["error"]["message"]
+    assert client.get("/v1/collections/news", headers=KEY).json()["documents"] == 2
+    skip = {"documents": DOCS[:3], "on_conflict": "skip"}
+    assert client.post("/v1/collections/news/documents", json=skip, headers=KEY).json()["added"] == 1
+    bad_filter = client.post(
+        "/v1/collections/news/search", json={"query": "q", "filter": {"year": {"$regex": "x"}}}, headers=KEY
+    )
+    assert bad_filter.status_code == 400
+    assert client.post("/v1/collections", json={"name": "news"}, headers=KEY).status_code == 409
+    assert client.get("/v1/collections", headers={}).status_code == 401
