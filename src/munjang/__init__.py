@@ -1,6 +1,7 @@
 """munjang (문장, "sentence"): Sentence-BERT end to end, with Korean as a first-class language."""
 
 from . import similarity
+from .client import Client, ServerError
 from .cross_encoder import CrossEncoder, load_cross_encoder
 from .encoder import SentenceEncoder, load_encoder
 from .errors import (
@@ -18,6 +19,7 @@ from .similarity import cos_sim, pairwise_similarity
 __version__ = "0.1.0"
 
 __all__ = [
+    "Client",
     "Collection",
     "CorruptModelError",
     "CrossEncoder",
@@ -30,6 +32,7 @@ __all__ = [
     "Normalize",
     "Pooling",
     "SentenceEncoder",
+    "ServerError",
     "Transformer",
     "__version__",
     "cos_sim",
