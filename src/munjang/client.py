@@ -37,7 +37,10 @@ class Client:
         timeout: float = 60.0,
         http: Any = None,
     ) -> None:
-        import httpx
+        try:
+            import httpx
+        except ImportError as e:
+            raise ImportError("munjang.Client needs httpx: pip install 'munjang[client]'") from e
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         if http is None:
