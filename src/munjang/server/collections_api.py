@@ -28,7 +28,7 @@ from ..search.collection import Collection
 from ..search.store import CollectionError
 from .errors import APIError
 from .settings import ServerSettings
-from .text_api import non_empty_text, parse
+from .text_api import body_schema, non_empty_text, parse
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -129,7 +129,7 @@ def add_collection_routes(
         """The served collections with their sizes and settings."""
         return {"object": "list", "data": [await info_of(name) for name in served]}
 
-    @router.post("/collections", status_code=201)
+    @router.post("/collections", status_code=201, openapi_extra=body_schema(CreateRequest))
     async def create_collection(request: Request) -> dict[str, Any]:
         """A new, empty collection in the server's collections folder, embedded by a served model."""
         parsed = parse(CreateRequest, await read_body(request, settings.max_body_bytes))
@@ -160,7 +160,7 @@ def add_collection_routes(
         """Size and settings of one collection."""
         return await info_of(name)
 
-    @router.post("/collections/{name}/documents")
+    @router.post("/collections/{name}/documents", openapi_extra=body_schema(AddRequest))
     async def add_documents(name: str, request: Request) -> dict[str, Any]:
         """Add (or skip / upsert) documents; everything is durable when the answer comes."""
         target = named(name)
@@ -182,7 +182,7 @@ def add_collection_routes(
         )
         return {"added": result.added, "updated": result.updated, "skipped": result.skipped}
 
-    @router.post("/collections/{name}/delete")
+    @router.post("/collections/{name}/delete", openapi_extra=body_schema(DeleteRequest))
     async def delete_documents(name: str, request: Request) -> dict[str, Any]:
         """Delete documents by id; unknown ids are ignored and not counted."""
         target = named(name)
@@ -190,7 +190,7 @@ def add_collection_routes(
         deleted = await target.call(target.collection.delete, parsed.ids)
         return {"deleted": deleted}
 
-    @router.post("/collections/{name}/search")
+    @router.post("/collections/{name}/search", openapi_extra=body_schema(SearchRequest))
     async def search(name: str, request: Request) -> dict[str, Any]:
         """Dense, BM25 or hybrid search with an optional metadata filter and cross-encoder rerank."""
         target = named(name)

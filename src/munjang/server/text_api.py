@@ -58,6 +58,16 @@ class RerankRequest(BaseModel):
     model: StrictStr | None = None
 
 
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI `requestBody` for a route that reads its body itself (to enforce the size limit)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
 def parse(model: type[BaseModel], body: bytes) -> Any:
     try:
         return model.model_validate_json(body)
@@ -131,7 +141,7 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
             )
         return name, encoder
 
-    @router.post("/similarity", response_model=list[float])
+    @router.post("/similarity", response_model=list[float], openapi_extra=body_schema(SimilarityRequest))
     async def similarity(request: Request) -> list[float]:
         """Similarity of a source sentence to each of several sentences (TEI's /similarity)."""
         parsed = parse(SimilarityRequest, await read_body(request, settings.max_body_bytes))
@@ -143,7 +153,7 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         scores: list[float] = await run_in_threadpool(similarity_scores, encoder, parsed)
         return scores
 
-    @router.post("/tokenize")
+    @router.post("/tokenize", openapi_extra=body_schema(TokenizeRequest))
     async def tokenize(request: Request) -> list[list[dict[str, Any]]]:
         """The model's tokens of each input, with ids and character offsets (TEI's /tokenize)."""
         parsed = parse(TokenizeRequest, await read_body(request, settings.max_body_bytes))
@@ -152,7 +162,7 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         _, encoder = encoder_named(parsed.model)
         return await run_in_threadpool(tokens_of, encoder, texts, parsed.add_special_tokens)
 
-    @router.post("/rerank")
+    @router.post("/rerank", openapi_extra=body_schema(RerankRequest))
     async def rerank(request: Request) -> dict[str, Any]:
         """Documents ordered by a cross-encoder's relevance to the query (TEI / Cohere rerank)."""
         parsed = parse(RerankRequest, await read_body(request, settings.max_body_bytes))
