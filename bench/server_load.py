@@ -1,0 +1,177 @@
+"""Server load: many concurrent clients on loopback against `munjang serve`, compared with encoding the
+same sentences in-process.
+
+1. In-process baseline: the same model encodes the corpus in one process (sentences/s).
+2. `munjang serve` starts in a subprocess on 127.0.0.1; `--clients` asyncio clients each send
+   POST /v1/embeddings with `--batch` sentences, back to back, for `--seconds`.
+3. Reported: requests, errors (any non-200 or exception), sentences/s and its ratio to the
+   in-process figure, request latency p50/p99, and the server's resident memory sampled every
+   0.25 s (peak in the first and second half of the run: a leak shows as growth).
+
+    python bench/server_load.py                        # 64 clients, 30 s, batches of 8, base64
+    python bench/server_load.py --encoding float --clients 16 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import load_corpus, print_environment, write_result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+async def load(url: str, corpus: list[str], args: argparse.Namespace, pid: int) -> dict[str, Any]:
+    import httpx
+
+    latencies: list[float] = []
+    errors: list[str] = []
+    sentences = 0
+    rss: list[tuple[float, int]] = []
+    start = time.perf_counter()
+    stop = start + args.seconds
+
+    async def client(k: int, http: httpx.AsyncClient) -> None:
+        nonlocal sentences
+        rng = random.Random(k)
+        while time.perf_counter() < stop:
+            batch = rng.sample(corpus, args.batch)
+            t0 = time.perf_counter()
+            try:
+                response = await http.post(
+                    "/v1/embeddings", json={"input": batch, "encoding_format": args.encoding}
+                )
+                if response.status_code != 200:
+                    errors.append(f"{response.status_code}: {response.text[:200]}")
+                    continue
+                sentences += len(response.json()["data"])
+            except httpx.HTTPError as e:
+                errors.append(f"{type(e).__name__}: {e}")
+                continue
+            latencies.append(time.perf_counter() - t0)
+
+    async def sample_memory() -> None:
+        while time.perf_counter() < stop:
+            rss.append((time.perf_counter() - start, rss_bytes(pid)))
+            await asyncio.sleep(0.25)
+
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+        await asyncio.gather(sample_memory(), *(client(k, http) for k in range(args.clients)))
+    elapsed = time.perf_counter() - start
+    half = args.seconds / 2
+    first = [b for t, b in rss if t < half] or [0]
+    second = [b for t, b in rss if t >= half] or [0]
+    return {
+        "requests": len(latencies) + len(errors),
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "sentences": sentences,
+        "seconds": round(elapsed, 2),
+        "sentences_per_s": round(sentences / elapsed, 1),
+        "latency_ms_p50": round(float(np.percentile(latencies, 50)) * 1e3, 1) if latencies else None,
+        "latency_ms_p99": round(float(np.percentile(latencies, 99)) * 1e3, 1) if latencies else None,
+        "rss_mib_peak_first_half": round(max(first) / 2**20, 1),
+        "rss_mib_peak_second_half": round(max(second) / 2**20, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=None)
+    p.add_argument("--clients", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--batch", type=int, default=8, help="sentences per request (default 8)")
+    p.add_argument("--encoding", choices=("base64", "float"), default="base64")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--n", type=int, default=4000, help="corpus size (default 4000 English sentences)")
+    p.add_argument("--no-write", action="store_true")
+    args = p.parse_args(argv)
+    env = print_environment()
+    import munjang
+
+    corpus = load_corpus(args.n, seed=0, lang="en")
+    encoder = munjang.load_encoder(args.model, device="cpu", precision=args.precision)
+    encoder.warmup()
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        encoder.encode(corpus, show_progress_bar=False)
+        times.append(time.perf_counter() - t0)
+    in_process = len(corpus) / statistics.median(times)
+    del encoder
+    print(f"in-process encode: {in_process:.1f} sentences/s")
+
+    port = free_port()
+    command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port)]
+    command += ["--precision", args.precision]
+    if args.model:
+        command += ["--model", args.model]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            print("error: the server did not come up", file=sys.stderr)
+            return 1
+        result = asyncio.run(load(url, corpus, args, server.pid))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    result["in_process_sentences_per_s"] = round(in_process, 1)
+    result["ratio_to_in_process"] = round(result["sentences_per_s"] / in_process, 3)
+    for key, value in result.items():
+        print(f"  {key:<28} {value}")
+    if not args.no_write:
+        payload = {
+            "model": args.model or "all-MiniLM-L6-v2 (embedded)",
+            "clients": args.clients,
+            "batch": args.batch,
+            "encoding_format": args.encoding,
+            "precision": args.precision,
+            "cores": os.cpu_count(),
+            **result,
+        }
+        print(f"wrote {write_result('server_load', payload, env=env)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
