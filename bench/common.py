@@ -106,6 +106,18 @@ def write_result(name: str, payload: dict[str, Any], env: dict[str, Any] | None 
     return path
 
 
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident memory of a process (this one by default; Linux /proc, 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def shared_data_dir() -> Path:
     """The shared data folder: $MUNJANG_SHARED/data, or <repo>/../shared/data."""
     shared = os.environ.get("MUNJANG_SHARED")

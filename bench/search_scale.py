@@ -40,6 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import rss_bytes
+
 DIM = 384
 DISTRIBUTIONS = ("uniform", "clustered")
 
@@ -111,18 +113,6 @@ def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
     k = truth.shape[1]
     hits = [len(np.intersect1d(f[f >= 0], t)) for f, t in zip(found[:, :k], truth, strict=True)]
     return float(np.mean(hits) / k)
-
-
-def rss_bytes() -> int:
-    """Resident memory of this process (Linux /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def size_label(n: int) -> str:
