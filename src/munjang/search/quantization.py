@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -189,6 +189,9 @@ def hamming_distances(query_bits: np.ndarray, corpus_bits: np.ndarray) -> np.nda
 
 
 # ---------------------------------------------------------------- indexes over codes
+
+
+_Index = TypeVar("_Index", bound="_QuantizedIndex")
 
 
 class _QuantizedIndex(ABC):
@@ -438,14 +441,23 @@ class _QuantizedIndex(ABC):
 
         write_atomic(path, write, footer)
 
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}(dim={self.dim}, size={self._n}, rescore_multiplier={self.rescore_multiplier})"
+
     @classmethod
-    def _load(
-        cls,
+    def load(
+        cls: type[_Index],
         path: str | os.PathLike[str],
-        view: bool,
-        rescore_vectors: RescoreSource | None,
-        threads: int,
-    ) -> Any:
+        view: bool = False,
+        rescore_vectors: RescoreSource | None = None,
+        threads: int = 0,
+    ) -> _Index:
+        """Load an index written by `save` (`view=True`: memory-map the codes read-only).
+
+        The rescoring source is not stored: pass it again. Raises FileNotFoundError for a missing file and
+        IndexFileError (a ValueError) for a truncated or foreign one.
+        """
         path = Path(path)
         footer = read_footer(path, cls._FORMAT)
         try:
@@ -549,25 +561,6 @@ class BinaryIndex(_QuantizedIndex):
         signs = (bits.astype(np.float32) * 2 - 1).reshape(*rows.shape, self.dim)
         return np.einsum("qd,qmd->qm", queries, signs, dtype=np.float32)
 
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        view: bool = False,
-        rescore_vectors: RescoreSource | None = None,
-        threads: int = 0,
-    ) -> BinaryIndex:
-        """Load an index written by `save` (`view=True`: memory-map the codes read-only).
-
-        The rescoring source is not stored: pass it again. Raises FileNotFoundError for a missing file and
-        IndexFileError (a ValueError) for a truncated or foreign one.
-        """
-        index: BinaryIndex = cls._load(path, view, rescore_vectors, threads)
-        return index
-
-    def __repr__(self) -> str:
-        return f"BinaryIndex(dim={self.dim}, size={self._n}, rescore_multiplier={self.rescore_multiplier})"
-
 
 class Int8Index(_QuantizedIndex):
     """int8 scalar-quantized index: the float query scored against int8 codes, then float rescoring.
@@ -658,22 +651,3 @@ class Int8Index(_QuantizedIndex):
 
     def _extra_arrays(self) -> list[np.ndarray]:
         return [] if self._ranges is None else [self._ranges]
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        view: bool = False,
-        rescore_vectors: RescoreSource | None = None,
-        threads: int = 0,
-    ) -> Int8Index:
-        """Load an index written by `save` (`view=True`: memory-map the codes read-only).
-
-        The rescoring source is not stored: pass it again. Raises FileNotFoundError for a missing file and
-        IndexFileError (a ValueError) for a truncated or foreign one.
-        """
-        index: Int8Index = cls._load(path, view, rescore_vectors, threads)
-        return index
-
-    def __repr__(self) -> str:
-        return f"Int8Index(dim={self.dim}, size={self._n}, rescore_multiplier={self.rescore_multiplier})"
