@@ -118,6 +118,31 @@ def rss_bytes(pid: int | str = "self") -> int:
     return 0
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (Linux /proc; just `pid` elsewhere)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc, 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def shared_data_dir() -> Path:
     """The shared data folder: $MUNJANG_SHARED/data, or <repo>/../shared/data."""
     shared = os.environ.get("MUNJANG_SHARED")

@@ -5,8 +5,14 @@ same sentences in-process.
 2. `munjang serve` starts in a subprocess on 127.0.0.1; `--clients` asyncio clients each send
    POST /v1/embeddings with `--batch` sentences, back to back, for `--seconds`.
 3. Reported: requests, errors (any non-200 or exception), sentences/s and its ratio to the
-   in-process figure, request latency p50/p99, and the server's resident memory sampled every
-   0.25 s (peak in the first and second half of the run: a leak shows as growth).
+   in-process figures, request latency p50/p99, the server's resident memory (its process and
+   the model process together) sampled every 0.25 s, as the peak in each quarter of the run (a
+   leak shows as growth), and the CPU seconds the HTTP side, the model and the load generator used.
+
+Two in-process figures: the whole corpus in one `encode` call (length-sorted over all of it: the
+best case), and the same requests encoded one at a time in-process (8 sentences per call: what
+a service without dynamic batching would do). Before the timed run, the server gets `--warmup`
+seconds of the same load, uncounted.
 
     python bench/server_load.py                        # 64 clients, 30 s, batches of 8, base64
     python bench/server_load.py --encoding float --clients 16 --seconds 10
@@ -30,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import load_corpus, print_environment, rss_bytes, write_result
+from common import cpu_seconds, load_corpus, print_environment, process_tree, rss_bytes, write_result
 
 
 def free_port() -> int:
@@ -39,7 +45,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def load(url: str, corpus: list[str], args: argparse.Namespace, pid: int) -> dict[str, Any]:
+async def load(
+    url: str, corpus: list[str], args: argparse.Namespace, pid: int, seconds: float
+) -> dict[str, Any]:
     import httpx
 
     latencies: list[float] = []
@@ -47,7 +55,7 @@ async def load(url: str, corpus: list[str], args: argparse.Namespace, pid: int) 
     sentences = 0
     rss: list[tuple[float, int]] = []
     start = time.perf_counter()
-    stop = start + args.seconds
+    stop = start + seconds
 
     async def client(k: int, http: httpx.AsyncClient) -> None:
         nonlocal sentences
@@ -70,16 +78,21 @@ async def load(url: str, corpus: list[str], args: argparse.Namespace, pid: int) 
 
     async def sample_memory() -> None:
         while time.perf_counter() < stop:
-            rss.append((time.perf_counter() - start, rss_bytes(pid)))
+            rss.append((time.perf_counter() - start, sum(rss_bytes(p) for p in process_tree(pid))))
             await asyncio.sleep(0.25)
 
+    tree = process_tree(pid)
+    cpu_before = {p: cpu_seconds(p) for p in tree}
+    own_before = os.times()
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
         await asyncio.gather(sample_memory(), *(client(k, http) for k in range(args.clients)))
     elapsed = time.perf_counter() - start
-    half = args.seconds / 2
-    first = [b for t, b in rss if t < half] or [0]
-    second = [b for t, b in rss if t >= half] or [0]
+    own_after = os.times()
+    cpu = {p: cpu_seconds(p) - cpu_before[p] for p in tree}
+    quarters = [
+        max((b for t, b in rss if q * seconds / 4 <= t < (q + 1) * seconds / 4), default=0) for q in range(4)
+    ]
     return {
         "requests": len(latencies) + len(errors),
         "errors": len(errors),
@@ -89,9 +102,23 @@ async def load(url: str, corpus: list[str], args: argparse.Namespace, pid: int) 
         "sentences_per_s": round(sentences / elapsed, 1),
         "latency_ms_p50": round(float(np.percentile(latencies, 50)) * 1e3, 1) if latencies else None,
         "latency_ms_p99": round(float(np.percentile(latencies, 99)) * 1e3, 1) if latencies else None,
-        "rss_mib_peak_first_half": round(max(first) / 2**20, 1),
-        "rss_mib_peak_second_half": round(max(second) / 2**20, 1),
+        "rss_mib_peak_by_quarter": [round(b / 2**20, 1) for b in quarters],
+        "cpu_s_server_http": round(cpu.get(pid, 0.0), 2),
+        "cpu_s_server_model": round(sum(v for p, v in cpu.items() if p != pid), 2),
+        "cpu_s_load_generator": round(
+            (own_after.user - own_before.user) + (own_after.system - own_before.system), 2
+        ),
     }
+
+
+def in_process_per_request(encoder: Any, corpus: list[str], batch: int, seconds: float) -> float:
+    """Sentences/s encoding `batch` sentences per call, one call after another."""
+    rng = random.Random(0)
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        encoder.encode(rng.sample(corpus, batch), show_progress_bar=False)
+        done += batch
+    return done / (time.perf_counter() - start)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoding", choices=("base64", "float"), default="base64")
     p.add_argument("--precision", default="fp32")
     p.add_argument("--n", type=int, default=4000, help="corpus size (default 4000 English sentences)")
+    p.add_argument("--warmup", type=float, default=3.0, help="seconds of uncounted load first")
+    p.add_argument("--batch-tokens", type=int, default=None, help="munjang serve --batch-tokens")
+    p.add_argument("--in-process", action="store_true", help="munjang serve --in-process (no model process)")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
     env = print_environment()
@@ -117,15 +147,25 @@ def main(argv: list[str] | None = None) -> int:
         encoder.encode(corpus, show_progress_bar=False)
         times.append(time.perf_counter() - t0)
     in_process = len(corpus) / statistics.median(times)
+    per_request = in_process_per_request(encoder, corpus, args.batch, 5.0)
     del encoder
-    print(f"in-process encode: {in_process:.1f} sentences/s")
+    print(
+        f"in-process: {in_process:.1f} sentences/s (whole corpus), {per_request:.1f} ({args.batch} per call)"
+    )
 
     port = free_port()
     command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port)]
     command += ["--precision", args.precision]
+    if args.batch_tokens:
+        command += ["--batch-tokens", str(args.batch_tokens)]
+    if args.in_process:
+        command += ["--in-process"]
     if args.model:
         command += ["--model", args.model]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-server-load-{port}.log", "w")  # noqa: SIM115
+    server = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT
+    )  # a pipe nobody reads would block it
     url = f"http://127.0.0.1:{port}"
     try:
         import httpx
@@ -140,12 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("error: the server did not come up", file=sys.stderr)
             return 1
-        result = asyncio.run(load(url, corpus, args, server.pid))
+        if args.warmup > 0:
+            asyncio.run(load(url, corpus, args, server.pid, args.warmup))
+        result = asyncio.run(load(url, corpus, args, server.pid, args.seconds))
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
     result["in_process_sentences_per_s"] = round(in_process, 1)
     result["ratio_to_in_process"] = round(result["sentences_per_s"] / in_process, 3)
+    result["in_process_per_request_sentences_per_s"] = round(per_request, 1)
+    result["ratio_to_in_process_per_request"] = round(result["sentences_per_s"] / per_request, 3)
     for key, value in result.items():
         print(f"  {key:<28} {value}")
     if not args.no_write:
@@ -155,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             "batch": args.batch,
             "encoding_format": args.encoding,
             "precision": args.precision,
+            "model_process": not args.in_process,
+            "batch_tokens": args.batch_tokens or "server default",
             "cores": os.cpu_count(),
             **result,
         }

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import run_cli
-from munjang.inference.pool import EncodePool
+from munjang.inference.pool import EncodePool, EncoderProcess
 
 TEXTS = [f"sentence number {i} about {'cats' if i % 2 else '날씨'}" + " word" * (i % 7) for i in range(40)]
 
@@ -25,6 +25,29 @@ def test_pool_rows_come_back_in_input_order_and_match_one_process(encoder):
     norm = expected / np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(got, norm, atol=1e-5)
     np.testing.assert_allclose(plain, expected[:3], atol=1e-5)
+
+
+def test_encoder_process_matches_in_process_and_restarts_after_a_crash(encoder):
+    import os
+    import signal
+
+    ids, prompt_length = encoder.token_ids(TEXTS)
+    expected = encoder.encode_tokenized(ids, prompt_length=prompt_length, truncate_dim=16)
+    process = EncoderProcess(encoder.model_folder, threads=1)
+    try:
+        assert process.pid != os.getpid()
+        got = process.encode_tokenized(ids, prompt_length=prompt_length, truncate_dim=16)
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+        with pytest.raises(ValueError, match=r"input_ids\[0\]"):
+            process.encode_tokenized({"input_ids": [[]]})  # the worker's error comes back as itself
+        first = process.pid
+        os.kill(first, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="restarted"):
+            process.encode_tokenized(ids)
+        assert process.pid != first
+        np.testing.assert_allclose(process.encode_tokenized(ids, truncate_dim=16), expected, atol=1e-5)
+    finally:
+        process.close()
 
 
 def test_cli_encode_with_backend_precision_budget_and_processes(tmp_path, encoder, capsys, monkeypatch):

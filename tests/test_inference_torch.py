@@ -71,6 +71,49 @@ def test_sorted_token_budget_wastes_less_padding_than_input_order():
     assert padding_fraction(lengths, budget) < 0.05 < padding_fraction(lengths, unsorted)
 
 
+def brute_force_cost(sorted_lengths: list[int], max_tokens: int, max_rows: int, batch_cost: int) -> float:
+    """Least padded tokens + batch_cost per batch over every cut of the sorted lengths."""
+    from functools import lru_cache
+
+    @lru_cache(maxsize=None)
+    def best(start: int) -> float:
+        if start == len(sorted_lengths):
+            return 0.0
+        costs = []
+        for stop in range(start + 1, len(sorted_lengths) + 1):
+            rows, padded = stop - start, (stop - start) * sorted_lengths[start]
+            if rows > max_rows or (padded > max_tokens and rows > 1):
+                break
+            costs.append(padded + batch_cost + best(stop))
+        return min(costs)
+
+    return best(0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_token_budget_cuts_are_optimal_against_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 40, size=14)
+    max_tokens, max_rows, cost = int(rng.integers(30, 200)), int(rng.integers(2, 10)), int(rng.integers(0, 40))
+    batches = token_budget_batches(lengths, max_tokens, max_rows, batch_cost=cost)
+    got = sum(len(b) * lengths[b].max() + cost for b in batches)
+    ordered = sorted(lengths.tolist(), reverse=True)
+    assert got == brute_force_cost(ordered, max_tokens, max_rows, cost)
+
+
+def test_token_budget_splits_a_mixed_pool_with_less_padding_than_a_greedy_fill():
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(8, 64, size=128)  # one server batch of unrelated requests
+    order = np.argsort(-lengths, kind="stable")
+    greedy, start = [], 0
+    while start < len(order):
+        rows = max(1, 2048 // int(lengths[order[start]]))
+        greedy.append(order[start : start + rows])
+        start += rows
+    chosen = token_budget_batches(lengths, 2048, 256)
+    assert padding_fraction(lengths, chosen) < padding_fraction(lengths, greedy) / 3
+
+
 def test_prepared_chunks_keep_order_and_raise_errors():
     chunks = list(prepared_chunks(10, 3, lambda a, b: list(range(a, b))))
     assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 6), (6, 9), (9, 10)]

@@ -32,7 +32,8 @@ def live_url(encoder) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(ServerSettings(models={MODEL: encoder}, api_key="k"))
+    # The model runs in a process of its own, as under `munjang serve`.
+    app = create_app(ServerSettings(models={MODEL: encoder}, api_key="k", model_processes=True))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -207,10 +208,10 @@ def test_models_health_openapi_and_unknown_route(client):
 def test_unexpected_error_is_json_500_without_traceback(encoder, monkeypatch):
     import munjang.server.app as app_module
 
-    def boom(*args, **kwargs):
+    async def boom(*args, **kwargs):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(app_module, "embed", boom)
+    monkeypatch.setattr(app_module, "embed_batched", boom)
     client = TestClient(create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False)
     r = client.post("/v1/embeddings", json={"model": MODEL, "input": "a"})
     assert_error(r, 500, None)
@@ -221,9 +222,9 @@ def test_munjang_error_is_400(encoder, monkeypatch):
     import munjang.server.app as app_module
     from munjang.errors import DataFormatError
 
-    def bad(*args, **kwargs):
+    async def bad(*args, **kwargs):
         raise DataFormatError("bad data")
 
-    monkeypatch.setattr(app_module, "embed", bad)
+    monkeypatch.setattr(app_module, "embed_batched", bad)
     client = TestClient(create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False)
     assert_error(client.post("/v1/embeddings", json={"model": MODEL, "input": "a"}), 400, None)

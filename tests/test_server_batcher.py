@@ -66,18 +66,41 @@ def test_a_huge_request_does_not_starve_small_ones(encoder):
         batcher.close()
 
 
+def test_an_over_long_input_is_refused_on_arrival(encoder):
+    batcher = DynamicBatcher(encoder, max_wait_ms=1)
+    try:
+        with pytest.raises(InputTooLongError, match=r"texts\[1\]"):
+            batcher.submit(["fine", "word " * 600], truncate=False)
+        assert batcher.stats.requests == 0
+    finally:
+        batcher.close()
+
+
 def test_a_failing_request_fails_alone(encoder):
     batcher = DynamicBatcher(encoder, max_wait_ms=30)
     try:
-        bad = batcher.submit(["word " * 600], truncate=False)
+        ids, _ = encoder.token_ids(["word " * 600], truncate=False)  # past the limit: fails in the model call
+        bad = batcher.submit_tokenized(ids)
         good = batcher.submit(["fine"], truncate=False)
-        with pytest.raises(InputTooLongError):
+        with pytest.raises(ValueError, match="input_ids"):
             bad.result(timeout=60)
         np.testing.assert_allclose(good.result(timeout=60), encoder.encode(["fine"]), atol=1e-5)
     finally:
         batcher.close()
     with pytest.raises(RuntimeError, match="closed"):
         batcher.submit(["late"])
+
+
+def test_tokenized_submissions_match_encode_with_prompts(encoder):
+    batcher = DynamicBatcher(encoder, max_wait_ms=1)
+    try:
+        encoder.prompts["query"] = "query: "
+        got = batcher.encode(TEXTS[:6], prompt_name="query", normalize_embeddings=True, truncate_dim=16)
+        want = encoder.encode(TEXTS[:6], prompt_name="query", normalize_embeddings=True, truncate_dim=16)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    finally:
+        encoder.prompts.pop("query", None)
+        batcher.close()
 
 
 def test_metrics_count_requests_batches_and_queue(encoder):

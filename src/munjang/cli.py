@@ -511,9 +511,24 @@ def serve(
     collections_dir: Annotated[
         Path | None, typer.Option(help="Serve every collection in this folder and create new ones there.")
     ] = None,
+    access_log: Annotated[bool, typer.Option(help="Log one line per request.")] = True,
+    batch_tokens: Annotated[
+        int, typer.Option(min=1, help="Most tokens in one model batch of merged requests.")
+    ] = 4096,
+    model_process: Annotated[
+        bool,
+        typer.Option(
+            "--model-process/--in-process",
+            help="Run each model in a process of its own, so request handling never holds it up.",
+        ),
+    ] = True,
 ) -> None:
     """Serve the models over HTTP: OpenAI's embeddings API, similarity, tokenize, rerank, metrics."""
     import uvicorn
+
+    # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
+    # only fight the model's threads for the cores (measured: -25% throughput under load).
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     from .server import ServerSettings, create_app
 
@@ -535,9 +550,11 @@ def serve(
         max_inputs_per_request=max_inputs,
         host=host,
         port=port,
+        model_processes=model_process,
+        batch_max_tokens=batch_tokens,
     )
     typer.echo(f"serving {', '.join(encoders)} at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
 
 
 def main() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
@@ -26,7 +27,7 @@ from .formats import (
 from .hub import resolve_model_path
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend
-from .inference.batching import prepared_chunks, token_budget_batches
+from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
 from .modules import Dense, Module, Normalize, Pooling, Transformer
 
@@ -72,6 +73,7 @@ class SentenceEncoder(nn.Sequential):
         self.backend_name, self.precision = "torch", "fp32"
         self.backend_options: dict[str, Any] = {}
         self._backends: dict[tuple[str, str, torch.device], TokenBackend] = {}
+        self._prompt_lengths: dict[str, int] = {}
         self.to(resolve_device(device))
         self.eval()
 
@@ -153,6 +155,17 @@ class SentenceEncoder(nn.Sequential):
         features["prompt_length"] = self._prompt_length(prompt)
         return features
 
+    def token_ids(
+        self, texts: Sequence[str], *, prompt_name: str | None = None, truncate: bool = True
+    ) -> tuple[dict[str, list[list[int]]], int]:
+        """Unpadded ids of `texts` with the prompt (the model's default one, or `prompt_name`) and
+        the prompt's token count: what `encode_tokenized` takes. With `truncate=False`, an input over
+        `max_seq_length` keeps all its ids (check it with `transformer.check_lengths`)."""
+        prompt = self._prompt_text(prompt_name, None)
+        texts = list(texts)
+        encoded = self.transformer.tokenize([prompt + t for t in texts] if prompt else texts, truncate)
+        return encoded, self._prompt_length(prompt)
+
     def training_features(
         self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
     ) -> list[dict[str, Any]]:
@@ -180,8 +193,10 @@ class SentenceEncoder(nn.Sequential):
         """Tokens a prompt occupies at the start of an input (leading special token included)."""
         if not prompt:
             return 0
-        ids = self.transformer.tokenize([prompt])["input_ids"][0]
-        return len(ids) - 1  # without the closing special token
+        if prompt not in self._prompt_lengths:
+            ids = self.transformer.tokenize([prompt])["input_ids"][0]
+            self._prompt_lengths[prompt] = len(ids) - 1  # without the closing special token
+        return self._prompt_lengths[prompt]
 
     # -- backends ------------------------------------------------------------------------------
     def set_backend(self, backend: str = "torch", precision: str = "fp32", **options: Any) -> None:
@@ -286,15 +301,99 @@ class SentenceEncoder(nn.Sequential):
 
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+        sentence_out, token_out = self._encode_chunks(
+            prepared_chunks(len(texts), TOKENIZE_CHUNK, tokenize),
+            len(texts),
+            runner,
+            prompt_length=prompt_length,
+            output_value=output_value,
+            truncate_dim=truncate_dim,
+            normalize_embeddings=normalize_embeddings,
+            max_tokens=max_tokens,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+        )
+
+        if output_value == "token_embeddings":
+            tokens_list = [t if as_tensor else t.numpy() for t in token_out if t is not None]
+            return tokens_list[0] if single else tokens_list
+        assert sentence_out is not None
+        result: Any = sentence_out if as_tensor else sentence_out.numpy()
+        return result[0] if single else result
+
+    def encode_tokenized(
+        self,
+        encoded: dict[str, list[list[int]]],
+        *,
+        prompt_length: int = 0,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        backend: str | None = None,
+        precision: str | None = None,
+    ) -> np.ndarray:
+        """Sentence embeddings (float32, one row per input) of inputs tokenized already.
+
+        `encoded` is what `transformer.tokenize` returns (prompt and special tokens included, no
+        padding): a server that must count tokens on arrival tokenizes once and hands the ids here.
+        `prompt_length` is the prompt's token count, for pooling that leaves the prompt out.
+        """
+        ids = encoded["input_ids"]
+        limit = self.max_seq_length
+        for i, row in enumerate(ids):
+            if not row or len(row) > limit:
+                raise ValueError(f"input_ids[{i}] has {len(row)} tokens; it must have 1 to {limit}")
+        if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
+            raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
+        if self.training:
+            self.eval()
+        runner = self.backend(backend, precision)
+        if batch_size is None and max_tokens is None:
+            max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
+        sentence_out, _ = self._encode_chunks(
+            iter([Chunk(0, len(ids), encoded)]),
+            len(ids),
+            runner,
+            prompt_length=prompt_length,
+            output_value="sentence_embedding",
+            truncate_dim=truncate_dim,
+            normalize_embeddings=normalize_embeddings,
+            max_tokens=max_tokens,
+            batch_size=batch_size,
+            show_progress_bar=False,
+        )
+        assert sentence_out is not None
+        result: np.ndarray = sentence_out.numpy()
+        return result
+
+    @torch.inference_mode()
+    def _encode_chunks(
+        self,
+        chunks: Iterator[Chunk[dict[str, list[list[int]]]]],
+        total: int,
+        runner: TokenBackend,
+        *,
+        prompt_length: int,
+        output_value: OutputValue,
+        truncate_dim: int | None,
+        normalize_embeddings: bool,
+        max_tokens: int | None,
+        batch_size: int | None,
+        show_progress_bar: bool,
+    ) -> tuple[torch.Tensor | None, list[torch.Tensor | None]]:
+        """The model loop shared by `encode` and `encode_tokenized`: length-sorted token-budget
+        batches through the backend and the pooling modules, rows written back in input order."""
+        transformer = self.transformer
         dim = truncate_dim or self.get_embedding_dimension()
         sentence_out: torch.Tensor | None = None
-        token_out: list[torch.Tensor | None] = [None] * len(texts)
+        token_out: list[torch.Tensor | None] = [None] * total
         if output_value == "sentence_embedding":
-            sentence_out = torch.empty((len(texts), dim), dtype=torch.float32)
+            sentence_out = torch.empty((total, dim), dtype=torch.float32)
         modules = list(self)[1:]
-        bar = tqdm(total=len(texts), desc="Encoding", unit="sent", disable=not show_progress_bar)
+        bar = tqdm(total=total, desc="Encoding", unit="sent", disable=not show_progress_bar)
         with bar, torch_threads(1 if runner.name != "torch" else None):
-            for chunk in prepared_chunks(len(texts), TOKENIZE_CHUNK, tokenize):
+            for chunk in chunks:
                 encoded = chunk.value
                 lengths = [len(ids) for ids in encoded["input_ids"]]
                 for rows in token_budget_batches(lengths, max_tokens, batch_size):
@@ -324,12 +423,7 @@ class SentenceEncoder(nn.Sequential):
                     sentence_out[global_rows] = vectors.float().cpu()
                     bar.update(len(rows))
 
-        if output_value == "token_embeddings":
-            tokens_list = [t if as_tensor else t.numpy() for t in token_out if t is not None]
-            return tokens_list[0] if single else tokens_list
-        assert sentence_out is not None
-        result: Any = sentence_out if as_tensor else sentence_out.numpy()
-        return result[0] if single else result
+        return sentence_out, token_out
 
     def similarity(self, a: Any, b: Any) -> Any:
         """Similarity matrix between two sets of embeddings, with the model's similarity function."""

@@ -17,35 +17,64 @@ import numpy as np
 T = TypeVar("T")
 
 
+# What starting one more model call costs, in padded tokens: kernel launches, the Python loop over
+# layers, small-matrix inefficiency. Measured on MiniLM (torch fp32 and bf16, 2 cores): a batch of
+# one 12-token input costs about what 40-80 more padded tokens in a full batch do.
+DEFAULT_BATCH_COST = 64
+
+
 def token_budget_batches(
     lengths: Sequence[int] | np.ndarray,
     max_tokens: int | None = None,
     max_rows: int | None = None,
+    batch_cost: int = DEFAULT_BATCH_COST,
 ) -> list[np.ndarray]:
-    """Row indices per batch, longest inputs first.
+    """Row indices per batch, longest inputs first, split where it wastes least.
 
-    A batch holds at most `max_rows` rows and at most `max_tokens` padded tokens
-    (rows x its longest length); a single input longer than the budget gets a batch of its own.
-    With neither limit, everything is one batch.
+    Inputs are sorted by length (longest first, stable) and cut into consecutive batches that
+    minimise padded tokens plus `batch_cost` per batch, so a batch pads only to its own longest
+    member and a short tail is not padded up to a long head: with mixed lengths (a server batch
+    of unrelated requests) this cuts the padding a greedy fill leaves by several times.
+
+    A batch holds at most `max_rows` rows and at most `max_tokens` padded tokens (rows x its
+    longest length); a single input longer than the budget gets a batch of its own. With neither
+    limit, everything is one batch.
     """
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     if max_rows is not None and max_rows < 1:
         raise ValueError(f"max_rows (batch_size) must be at least 1, not {max_rows}")
+    if batch_cost < 0:
+        raise ValueError(f"batch_cost must be at least 0, not {batch_cost}")
     sizes = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(-sizes, kind="stable")
-    batches: list[np.ndarray] = []
-    start, n = 0, len(order)
-    while start < n:
-        longest = int(sizes[order[start]])
-        rows = n - start
-        if max_rows is not None:
-            rows = min(rows, max_rows)
+    n = len(order)
+    if n == 0:
+        return []
+    if max_tokens is None and max_rows is None:
+        return [order]
+    longest = np.maximum(sizes[order], 1)
+    window = n if max_rows is None else min(n, max_rows)
+    if max_tokens is not None:  # no batch can hold more rows than the budget over the shortest input
+        window = min(window, max(1, max_tokens // int(longest[-1])))
+    best = np.zeros(n + 1, dtype=np.float64)  # best[j]: least cost of batching the first j inputs
+    cut = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        lo = max(0, j - window)
+        rows = np.arange(j - lo, 0, -1)
+        padded = rows * longest[lo:j]
+        cost = best[lo:j] + padded + batch_cost
         if max_tokens is not None:
-            rows = max(1, min(rows, max_tokens // max(longest, 1)))
-        batches.append(order[start : start + rows])
-        start += rows
-    return batches
+            cost[(padded > max_tokens) & (rows > 1)] = np.inf
+        k = int(np.argmin(cost))
+        best[j], cut[j] = cost[k], lo + k
+    bounds: list[int] = []
+    j = n
+    while j > 0:
+        bounds.append(j)
+        j = int(cut[j])
+    starts = [0, *reversed(bounds[1:])]
+    return [order[a:b] for a, b in zip(starts, reversed(bounds), strict=True)]
 
 
 def padding_fraction(lengths: Sequence[int] | np.ndarray, batches: Sequence[np.ndarray]) -> float:

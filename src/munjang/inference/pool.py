@@ -12,6 +12,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,56 @@ def _init_worker(model: str | None, device: str, threads: int, load_kwargs: dict
 
 def _encode_slice(texts: list[str], kwargs: dict[str, Any]) -> np.ndarray:
     return np.asarray(_WORKER["encoder"].encode(texts, show_progress_bar=False, **kwargs), dtype=np.float32)
+
+
+def _encode_tokenized(encoded: dict[str, list[list[int]]], kwargs: dict[str, Any]) -> np.ndarray:
+    return np.asarray(_WORKER["encoder"].encode_tokenized(encoded, **kwargs), dtype=np.float32)
+
+
+def _warmup() -> int:
+    _WORKER["encoder"].warmup()
+    return os.getpid()
+
+
+class EncoderProcess:
+    """One model in a process of its own, fed token ids (`encode_tokenized`).
+
+    A server keeps its model here so that request handling (JSON, tokenization, the event loop)
+    never competes with the model loop for the interpreter lock: with both in one process, the
+    model waits for the lock after every operation (measured on 2 cores: ~0.6x the throughput).
+    If the process dies it is started again on the next call, and that call fails.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        device: str = "cpu",
+        threads: int | None = None,
+        **load_kwargs: Any,
+    ) -> None:
+        import torch
+
+        self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs)
+        self._start()
+
+    def _start(self) -> None:
+        self._executor = ProcessPoolExecutor(
+            max_workers=1, mp_context=mp.get_context("spawn"), initializer=_init_worker, initargs=self._args
+        )
+        self.pid: int = self._executor.submit(_warmup).result()
+
+    def encode_tokenized(self, encoded: dict[str, list[list[int]]], **kwargs: Any) -> np.ndarray:
+        """`SentenceEncoder.encode_tokenized` in the model process."""
+        try:
+            return self._executor.submit(_encode_tokenized, encoded, kwargs).result()
+        except BrokenProcessPool:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._start()
+            raise RuntimeError("the model process stopped; it has been restarted") from None
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 class EncodePool:

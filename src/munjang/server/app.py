@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
+from ..inference.pool import EncoderProcess
 from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
-from .embed import embed
+from .embed import embed_batched
 from .errors import APIError, install_error_handlers, validation_error
 from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
@@ -68,10 +68,35 @@ def api_key_check(settings: ServerSettings) -> Callable[[Request], None]:
     return check
 
 
+def start_model_processes(settings: ServerSettings) -> dict[str, EncoderProcess]:
+    """An `EncoderProcess` per served model that was loaded from a folder, same backend and threads."""
+    import torch
+
+    return {
+        name: EncoderProcess(
+            encoder.model_folder,
+            device=str(encoder.device),
+            threads=torch.get_num_threads(),
+            backend=encoder.backend_name,
+            precision=encoder.precision,
+            backend_options=encoder.backend_options,
+            max_seq_length=encoder.max_seq_length,
+        )
+        for name, encoder in settings.models.items()
+        if encoder.model_folder is not None
+    }
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     """The ASGI app serving `settings.models` under OpenAI's embeddings API."""
+    processes = start_model_processes(settings) if settings.model_processes else {}
     batchers = {
-        name: DynamicBatcher(encoder, settings.batch_max_tokens, settings.batch_max_wait_ms)
+        name: DynamicBatcher(
+            encoder,
+            settings.batch_max_tokens,
+            settings.batch_max_wait_ms,
+            compute=processes[name].encode_tokenized if name in processes else None,
+        )
         for name, encoder in settings.models.items()
     }
 
@@ -82,6 +107,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         yield
         for batcher in batchers.values():
             batcher.close()
+        for process in processes.values():
+            process.close()
         for collection in collections.values():
             collection.close()
 
@@ -123,7 +150,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             raise APIError(
                 404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
             )
-        return await run_in_threadpool(embed, parsed, name, encoder, settings, batchers[name])
+        return await embed_batched(parsed, name, encoder, settings, batchers[name])
 
     @router.get("/models", response_model=ModelList)
     async def list_models() -> ModelList:

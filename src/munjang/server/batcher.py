@@ -1,10 +1,12 @@
 """Dynamic batching: concurrent encode requests merged into model batches by a token budget.
 
-Each request is tokenized on arrival (exact lengths). One worker thread per model collects what
-has arrived — waiting at most `max_wait_ms` for more once something is queued — and fills a batch
-up to `max_tokens` real tokens by taking a slice from every waiting request in turn, so a huge
-request is encoded in pieces between the small ones and cannot starve them. Requests with
-different encode options (prompt, truncation, dimensions) never share a batch.
+Each request is tokenized once, on arrival (the ids give exact lengths, the usage count, and go
+straight to the model). One worker thread per model collects what has arrived — waiting at most
+`max_wait_ms` for more once something is queued — and fills a batch up to `max_tokens` real
+tokens by taking a slice from every waiting request in turn, so a huge request is encoded in
+pieces between the small ones and cannot starve them. Requests with different encode options
+(prompt, truncation, dimensions) never share a batch. The batch is computed by the encoder in
+this process, or by an `EncoderProcess` holding the same model (`compute`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..encoder import SentenceEncoder
 
 @dataclass
 class _Job:
-    texts: list[str]
+    encoded: dict[str, list[list[int]]]
     lengths: list[int]
     options: dict[str, Any]
     key: Hashable
@@ -51,18 +53,22 @@ class DynamicBatcher:
     def __init__(
         self,
         encoder: SentenceEncoder,
-        max_tokens: int = 8192,
+        max_tokens: int = 2048,
         max_wait_ms: float = 2.0,
         slice_rows: int = 64,
+        compute: Callable[..., np.ndarray] | None = None,
     ) -> None:
+        """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
+        same method of an `EncoderProcess` holding this model."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
+        self.compute = compute or encoder.encode_tokenized
         self.max_tokens = max_tokens
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
         self.stats = BatcherStats()
-        self.on_batch: Callable[[int, int], None] | None = None  # (rows, tokens) after each batch
+        self.on_batch: Callable[[int, int, float], None] | None = None  # (rows, tokens, seconds) per batch
         self._jobs: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -75,16 +81,29 @@ class DynamicBatcher:
         with self._cond:
             return len(self._jobs)
 
-    def submit(self, texts: Sequence[str], **options: Any) -> Future[np.ndarray]:
-        """Queue `texts` (encode options as keywords); the future gives their (n, dim) vectors."""
+    def submit(
+        self, texts: Sequence[str], *, prompt_name: str | None = None, truncate: bool = True, **options: Any
+    ) -> Future[np.ndarray]:
+        """Tokenize `texts` (with the prompt; over-long inputs cut, or InputTooLongError with
+        `truncate=False`) and queue them; the future gives their (n, dim) vectors. `options` are
+        `encode_tokenized` keywords (`truncate_dim`, `normalize_embeddings`)."""
+        encoded, prompt_length = self.encoder.token_ids(texts, prompt_name=prompt_name, truncate=truncate)
+        if not truncate:
+            self.encoder.transformer.check_lengths(encoded, "texts", "send truncate=true")
+        return self.submit_tokenized(encoded, prompt_length=prompt_length, **options)
+
+    def submit_tokenized(
+        self, encoded: dict[str, list[list[int]]], *, prompt_length: int = 0, **options: Any
+    ) -> Future[np.ndarray]:
+        """Queue inputs tokenized already (`transformer.tokenize` output, prompt included)."""
         future: Future[np.ndarray] = Future()
-        texts = list(texts)
-        if not texts:
+        lengths = [len(ids) for ids in encoded["input_ids"]]
+        if not lengths:
             future.set_result(np.zeros((0, self.encoder.get_embedding_dimension()), dtype=np.float32))
             return future
-        ids = self.encoder.transformer.tokenize(texts)["input_ids"]
+        options = {"prompt_length": prompt_length, **options}
         key = tuple(sorted((k, repr(v)) for k, v in options.items()))
-        job = _Job(texts, [len(x) for x in ids], options, key, future)
+        job = _Job(encoded, lengths, options, key, future)
         with self._cond:
             if self._closed:
                 raise RuntimeError("the batcher is closed")
@@ -119,7 +138,7 @@ class DynamicBatcher:
                     continue
                 start = cursor[id(job)]
                 stop = start
-                while stop < len(job.texts) and stop - start < self.slice_rows:
+                while stop < len(job.lengths) and stop - start < self.slice_rows:
                     cost = job.lengths[stop]
                     if cost > budget and (chosen or stop > start):
                         break
@@ -149,22 +168,25 @@ class DynamicBatcher:
             self._encode(chosen)
 
     def _encode(self, chosen: list[tuple[_Job, int, int]]) -> None:
-        texts = [t for job, start, stop in chosen for t in job.texts[start:stop]]
+        merged: dict[str, list[list[int]]] = {
+            key: [ids for job, start, stop in chosen for ids in job.encoded[key][start:stop]]
+            for key in chosen[0][0].encoded
+        }
+        rows = len(merged["input_ids"])
+        started = time.perf_counter()
         try:
-            vectors = np.asarray(
-                self.encoder.encode(texts, show_progress_bar=False, **chosen[0][0].options), dtype=np.float32
-            )
+            vectors = self.compute(merged, **chosen[0][0].options)
         except Exception as error:  # the request that caused it fails; the others are retried alone
             self._fail_or_split(chosen, error)
             return
         offset = 0
         tokens = sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
         self.stats.batches += 1
-        self.stats.rows += len(texts)
+        self.stats.rows += rows
         self.stats.tokens += tokens
         if self.on_batch is not None:
-            self.on_batch(len(texts), tokens)
-        self.stats.batch_rows.append(len(texts))
+            self.on_batch(rows, tokens, time.perf_counter() - started)
+        self.stats.batch_rows.append(rows)
         del self.stats.batch_rows[:-1000]
         for job, start, stop in chosen:
             job.parts.append(vectors[offset : offset + stop - start])
@@ -191,9 +213,9 @@ class DynamicBatcher:
 
     def _finish_done(self) -> None:
         with self._cond:
-            done = [job for job in self._jobs if job.next >= len(job.texts) and job.parts]
+            done = [job for job in self._jobs if job.next >= len(job.lengths) and job.parts]
             for job in done:
-                if sum(len(p) for p in job.parts) == len(job.texts):
+                if sum(len(p) for p in job.parts) == len(job.lengths):
                     self._jobs.remove(job)
                     if not job.future.done():
                         job.future.set_result(np.concatenate(job.parts))

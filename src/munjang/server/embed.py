@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from starlette.concurrency import run_in_threadpool
 
 from ..encoder import SentenceEncoder
 from .batcher import DynamicBatcher
@@ -72,26 +75,25 @@ def check_options(request: EmbeddingRequest, encoder: SentenceEncoder) -> None:
         )
 
 
-def count_tokens(
+def tokenize_inputs(
     encoder: SentenceEncoder, texts: list[str], prompt_name: str | None, truncate: bool, single: bool
-) -> int:
-    """Tokens the model reads for `texts`; with `truncate=False`, 400 naming the first input over
-    the model's limit."""
-    prompt = encoder._prompt_text(prompt_name, None)
-    encoded = encoder.transformer.tokenize([prompt + t for t in texts], truncate)
-    lengths = [len(ids) for ids in encoded["input_ids"]]
+) -> tuple[dict[str, list[list[int]]], int]:
+    """Token ids of `texts` as the model reads them (prompt added, cut at the limit with
+    `truncate`) and the prompt's length; with `truncate=False`, 400 naming the first input over
+    the model's limit. The ids are counted for `usage` and handed to the model as they are."""
+    encoded, prompt_length = encoder.token_ids(texts, prompt_name=prompt_name, truncate=truncate)
     if not truncate:
-        for i, n in enumerate(lengths):
-            if n > encoder.max_seq_length:
+        for i, ids in enumerate(encoded["input_ids"]):
+            if len(ids) > encoder.max_seq_length:
                 param = "input" if single else f"input[{i}]"
                 raise APIError(
                     400,
-                    f"'{param}' has {n} tokens, over the model's limit of {encoder.max_seq_length}; "
+                    f"'{param}' has {len(ids)} tokens, over the model's limit of {encoder.max_seq_length}; "
                     "shorten it or send truncate=true",
                     param,
                     "input_too_long",
                 )
-    return sum(lengths)
+    return encoded, prompt_length
 
 
 def encode_vector(vector: np.ndarray, encoding_format: str) -> list[float] | str:
@@ -102,30 +104,63 @@ def encode_vector(vector: np.ndarray, encoding_format: str) -> list[float] | str
     return values
 
 
-def embed(
-    request: EmbeddingRequest,
-    name: str,
-    encoder: SentenceEncoder,
-    settings: ServerSettings,
-    batcher: DynamicBatcher | None = None,
-) -> EmbeddingResponse:
-    """Validate, encode and format one request (blocking: run it in a worker thread); with a
-    `batcher`, the encoding shares model batches with concurrent requests."""
+@dataclass
+class PreparedRequest:
+    """A validated request, tokenized once: ids for the model, encode options, the usage count."""
+
+    encoded: dict[str, list[list[int]]]
+    options: dict[str, Any]
+    tokens: int
+
+
+def prepare(request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings) -> PreparedRequest:
+    """Check the inputs and options (APIError naming the field) and tokenize them."""
     texts = request_texts(request, encoder, settings)
     check_options(request, encoder)
     single = isinstance(request.input, str) or (len(texts) == 1 and isinstance(request.input[0], int))
-    tokens = count_tokens(encoder, texts, request.prompt_name, request.truncate, single)
+    encoded, prompt_length = tokenize_inputs(encoder, texts, request.prompt_name, request.truncate, single)
     options: dict[str, Any] = {
-        "prompt_name": request.prompt_name,
-        "truncate": request.truncate,
+        "prompt_length": prompt_length,
         "truncate_dim": request.dimensions,
         "normalize_embeddings": request.dimensions is not None and encoder.normalizes,
     }
-    if batcher is not None:
-        vectors = batcher.encode(texts, **options)
-    else:
-        vectors = encoder.encode(texts, show_progress_bar=False, **options)
+    return PreparedRequest(encoded, options, sum(len(ids) for ids in encoded["input_ids"]))
+
+
+def respond(request: EmbeddingRequest, name: str, vectors: np.ndarray, tokens: int) -> EmbeddingResponse:
+    """OpenAI's response shape, vectors as floats or base64."""
     data = [
         Embedding(index=i, embedding=encode_vector(v, request.encoding_format)) for i, v in enumerate(vectors)
     ]
     return EmbeddingResponse(data=data, model=name, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))
+
+
+def embed(
+    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
+) -> EmbeddingResponse:
+    """Validate, encode and format one request on its own (blocking)."""
+    prepared = prepare(request, encoder, settings)
+    return respond(
+        request, name, encoder.encode_tokenized(prepared.encoded, **prepared.options), prepared.tokens
+    )
+
+
+# Responses with more rows than this are formatted in a worker thread, not on the event loop.
+INLINE_RESPONSE_ROWS = 64
+
+
+async def embed_batched(
+    request: EmbeddingRequest,
+    name: str,
+    encoder: SentenceEncoder,
+    settings: ServerSettings,
+    batcher: DynamicBatcher,
+) -> EmbeddingResponse:
+    """`embed` sharing model batches with concurrent requests: validation and tokenization run in a
+    worker thread, and the wait for the batcher holds no thread, so every waiting request is in
+    the batcher's queue rather than queued for a thread."""
+    prepared = await run_in_threadpool(prepare, request, encoder, settings)
+    vectors = await asyncio.wrap_future(batcher.submit_tokenized(prepared.encoded, **prepared.options))
+    if len(vectors) > INLINE_RESPONSE_ROWS:
+        return await run_in_threadpool(respond, request, name, vectors, prepared.tokens)
+    return respond(request, name, vectors, prepared.tokens)

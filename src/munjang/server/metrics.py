@@ -6,9 +6,10 @@ Each app has its own registry, so several apps in one process (tests) never shar
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -45,32 +46,58 @@ class ServerMetrics:
         self.batch_tokens = Histogram(
             "munjang_batch_tokens", "Tokens per model batch", ["model"], buckets=TOKEN_BUCKETS, registry=reg
         )
+        self.batch_seconds = Histogram(
+            "munjang_batch_seconds", "Model time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=reg
+        )
         queue = Gauge("munjang_queue_depth", "Requests waiting or being encoded", ["model"], registry=reg)
         for name, batcher in batchers.items():
             queue.labels(model=name).set_function(_depth_of(batcher))
             batcher.on_batch = self._batch_observer(name)
 
-    def _batch_observer(self, model: str) -> Callable[[int, int], None]:
+    def _batch_observer(self, model: str) -> Callable[[int, int, float], None]:
         rows, tokens = self.batch_rows.labels(model=model), self.batch_tokens.labels(model=model)
+        seconds = self.batch_seconds.labels(model=model)
 
-        def observe(n_rows: int, n_tokens: int) -> None:
+        def observe(n_rows: int, n_tokens: int, elapsed: float) -> None:
             rows.observe(n_rows)
             tokens.observe(n_tokens)
+            seconds.observe(elapsed)
 
         return observe
 
     def install(self, app: FastAPI) -> None:
-        @app.middleware("http")
-        async def timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-            start = time.perf_counter()
-            response = await call_next(request)
-            route = request.scope.get("route")
-            path = getattr(route, "path", "unmatched")
-            self.latency.labels(route=path).observe(time.perf_counter() - start)
-            self.requests.labels(route=path, status=str(response.status_code)).inc()
-            return response
+        app.add_middleware(_TimingMiddleware, metrics=self)
 
         @app.get("/metrics", include_in_schema=False)
         async def metrics() -> Response:
             """Prometheus text format; open like /health."""
             return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class _TimingMiddleware:
+    """Counts and times every HTTP request by route and status (plain ASGI: no extra task or
+    stream per request, unlike Starlette's BaseHTTPMiddleware)."""
+
+    def __init__(self, app: Any, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            path = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.latency.labels(route=path).observe(time.perf_counter() - start)
+            self.metrics.requests.labels(route=path, status=str(status)).inc()

@@ -19,6 +19,9 @@ class ServerSettings:
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
+    `model_processes`: run each model loaded from a folder in a process of its own (`munjang serve`
+    does), so request handling never holds the model up; the process loads the folder with the
+    encoder's backend, precision and thread count, so leave it off for encoders changed in memory.
     """
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
@@ -31,8 +34,9 @@ class ServerSettings:
     max_body_bytes: int = 8_000_000
     host: str = "127.0.0.1"
     port: int = 8000
-    batch_max_tokens: int = 8192
+    batch_max_tokens: int = 4096
     batch_max_wait_ms: float = 2.0
+    model_processes: bool = False
 
     def __post_init__(self) -> None:
         if not self.models:
