@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # torch is pinned here (a CPU build is on disk); the package metadata keeps torch>=2.4 for users.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers clean
+.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e ".[server]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
@@ -24,8 +24,20 @@ install: $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 
+# The server on the embedded model with the demo collection (Korean and English); it prints the
+# page's URL. `munjang demo` prints the same model's similarity matrix and searches instead.
 run: install
-	$(BIN)/munjang demo
+	$(BIN)/munjang serve --demo
+
+# Debian's Chromium, its driver and Korean fonts, for the web page's browser test (CI runs this).
+BROWSER_PACKAGES := chromium chromium-driver fonts-noto-cjk
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list | grep -qi "noto.*cjk"; then \
+		echo "browser: chromium and chromedriver are installed"; \
+	else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $(BROWSER_PACKAGES); \
+	fi
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoding", choices=("base64", "float"), default="base64")
     p.add_argument("--precision", default="fp32")
     p.add_argument("--n", type=int, default=4000, help="corpus size (default 4000 English sentences)")
-    p.add_argument("--warmup", type=float, default=3.0, help="seconds of uncounted load first")
+    p.add_argument("--warmup", type=float, default=20.0, help="seconds of uncounted load first")
     p.add_argument("--batch-tokens", type=int, default=None, help="munjang serve --batch-tokens")
     p.add_argument("--in-process", action="store_true", help="munjang serve --in-process (no model process)")
     p.add_argument("--no-write", action="store_true")

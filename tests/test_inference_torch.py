@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -73,9 +75,8 @@ def test_sorted_token_budget_wastes_less_padding_than_input_order():
 
 def brute_force_cost(sorted_lengths: list[int], max_tokens: int, max_rows: int, batch_cost: int) -> float:
     """Least padded tokens + batch_cost per batch over every cut of the sorted lengths."""
-    from functools import lru_cache
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def best(start: int) -> float:
         if start == len(sorted_lengths):
             return 0.0
@@ -94,7 +95,11 @@ def brute_force_cost(sorted_lengths: list[int], max_tokens: int, max_rows: int, 
 def test_token_budget_cuts_are_optimal_against_brute_force(seed):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, 40, size=14)
-    max_tokens, max_rows, cost = int(rng.integers(30, 200)), int(rng.integers(2, 10)), int(rng.integers(0, 40))
+    max_tokens, max_rows, cost = (
+        int(rng.integers(30, 200)),
+        int(rng.integers(2, 10)),
+        int(rng.integers(0, 40)),
+    )
     batches = token_budget_batches(lengths, max_tokens, max_rows, batch_cost=cost)
     got = sum(len(b) * lengths[b].max() + cost for b in batches)
     ordered = sorted(lengths.tolist(), reverse=True)

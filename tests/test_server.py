@@ -228,3 +228,16 @@ def test_munjang_error_is_400(encoder, monkeypatch):
     monkeypatch.setattr(app_module, "embed_batched", bad)
     client = TestClient(create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False)
     assert_error(client.post("/v1/embeddings", json={"model": MODEL, "input": "a"}), 400, None)
+
+
+def test_the_web_page_and_its_files_are_served_without_external_resources(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for asset, kind in (("/static/app.js", "javascript"), ("/static/style.css", "text/css")):
+        answer = client.get(asset)
+        assert answer.status_code == 200 and kind in answer.headers["content-type"]
+        assert "http://" not in answer.text and "https://" not in answer.text, f"{asset} loads from elsewhere"
+    assert "https://" not in page.text and "http://" not in page.text
+    assert client.get("/static/missing.js").status_code == 404
+    assert "/" not in client.get("/openapi.json").json()["paths"]

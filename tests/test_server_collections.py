@@ -92,6 +92,10 @@ def test_a_server_serves_the_collections_it_finds(encoder, tmp_path):
             "documents[0].text",
         ),
         ("/v1/collections/news/documents", {"documents": [{"text": "no id"}]}, 422, "documents[0].id"),
+        ("/v1/collections/missing/map", {}, 404, "name"),
+        ("/v1/collections/news/map", {"limit": 0}, 422, "limit"),
+        ("/v1/collections/news/map", {"method": "tsne"}, 422, "method"),
+        ("/v1/collections/news/map", {"filter": {"year": {"$near": 1}}}, 400, None),
     ],
 )
 def test_bad_requests_are_named(served, path, body, status, param):
@@ -117,3 +121,46 @@ def test_conflicts_and_filters_are_checked_without_losing_data(served):
     assert bad_filter.status_code == 400
     assert client.post("/v1/collections", json={"name": "news"}, headers=KEY).status_code == 409
     assert client.get("/v1/collections", headers={}).status_code == 401
+
+
+def test_hits_name_the_query_terms_they_contain(served):
+    client, _ = served
+    client.post("/v1/collections", json={"name": "news"}, headers=KEY)
+    client.post("/v1/collections/news/documents", json={"documents": DOCS}, headers=KEY)
+    hits = client.post(
+        "/v1/collections/news/search", json={"query": "서울 날씨 weather", "top_k": 4}, headers=KEY
+    ).json()["data"]
+    terms = {h["id"]: h["matched_terms"] for h in hits}
+    assert set(terms["d1"]) == {"서울", "날씨"}  # Korean morphemes, in query order
+    assert terms["d3"] == ["weather"]
+    assert terms["d2"] == [] and terms["d4"] == []
+
+
+def test_map_projects_the_stored_vectors_with_pca(served, encoder):
+    import numpy as np
+    from sklearn.decomposition import PCA
+
+    from munjang.applications.projection import umap_available
+
+    client, _ = served
+    client.post("/v1/collections", json={"name": "news"}, headers=KEY)
+    client.post("/v1/collections/news/documents", json={"documents": DOCS}, headers=KEY)
+    answer = client.post("/v1/collections/news/map", json={"method": "pca"}, headers=KEY)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["method"] == "pca"
+    points = body["points"]
+    assert [p["id"] for p in points] == ["d1", "d2", "d3", "d4"]
+    assert points[0]["text"] == DOCS[0]["text"] and points[0]["metadata"] == DOCS[0]["metadata"]
+    got = np.array([[p["x"], p["y"]] for p in points])
+    want = PCA(2).fit_transform(encoder.encode([d["text"] for d in DOCS]))
+    np.testing.assert_allclose(np.abs(got), np.abs(want), atol=1e-4)  # PCA is defined up to sign
+    limited = client.post(
+        "/v1/collections/news/map", json={"limit": 2, "filter": {"lang": "en"}}, headers=KEY
+    )
+    assert [p["id"] for p in limited.json()["points"]] == ["d3", "d4"]
+    umap = client.post("/v1/collections/news/map", json={"method": "umap"}, headers=KEY)
+    if umap_available():
+        assert umap.json()["method"] == "umap"
+    else:
+        assert umap.status_code == 400 and "umap-learn" in umap.json()["error"]["message"]

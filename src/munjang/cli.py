@@ -512,6 +512,10 @@ def serve(
         Path | None, typer.Option(help="Serve every collection in this folder and create new ones there.")
     ] = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request.")] = True,
+    demo: Annotated[
+        bool,
+        typer.Option(help="Also serve the bundled demo collection (Korean and English), built on first use."),
+    ] = False,
     batch_tokens: Annotated[
         int, typer.Option(min=1, help="Most tokens in one model batch of merged requests.")
     ] = 4096,
@@ -541,10 +545,18 @@ def serve(
         name: _load_cross_encoder(str(path), device)
         for name, path in (_named_models(reranker) if reranker else [])
     }
+    collection_paths = {Path(p).name: Path(p) for p in collection or []}
+    if demo:
+        from .demo import demo_collection
+        from .inference.artifacts import cache_root
+
+        default = encoders.get("all-MiniLM-L6-v2") if not model else None
+        folder = demo_collection(cache_root() / "demo" / "collection", default)
+        collection_paths.setdefault("demo", folder)
     settings = ServerSettings(
         models=encoders,
         rerankers=rerankers,
-        collection_paths={Path(p).name: Path(p) for p in collection or []},
+        collection_paths=collection_paths,
         collections_dir=collections_dir,
         api_key=api_key,
         max_inputs_per_request=max_inputs,
@@ -553,7 +565,11 @@ def serve(
         model_processes=model_process,
         batch_max_tokens=batch_tokens,
     )
-    typer.echo(f"serving {', '.join(encoders)} at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(
+        f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 (API docs: http://{shown}:{port}/docs)"
+    )
+    typer.echo(f"web page: http://{shown}:{port}/")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
 
 

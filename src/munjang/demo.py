@@ -6,11 +6,14 @@ searches over a small bundled corpus, and scores the model on STSb test when the
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,3 +102,36 @@ def run_demo(encoder: SentenceEncoder, name: str, echo: Callable[[str], None] = 
         f"Pearson {metrics['pearson_cosine'] * 100:.2f} ({seconds:.1f} s)"
     )
     return figures
+
+
+def demo_documents() -> list[dict[str, Any]]:
+    """The bundled demo collection: 60 sentences, Korean and English, six topics (id, text, metadata)."""
+    text = files("munjang").joinpath("resources/demo_collection.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def demo_collection(folder: str | os.PathLike[str], encoder: SentenceEncoder | None = None) -> Path:
+    """The demo collection in `folder`, built there on first use (hybrid search: dense vectors
+    and Korean-aware BM25). A folder left broken by an interrupted build is built again."""
+    from .search import Collection
+    from .search.store import CollectionError
+
+    target = Path(folder)
+    docs = demo_documents()
+    if target.exists():
+        try:
+            with Collection.open(target, encoder=encoder) as existing:
+                if len(existing) == len(docs) and not existing.check():
+                    return target
+        except (CollectionError, OSError, ValueError):
+            pass
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with Collection.create(target, encoder=encoder) as collection:
+        collection.add(
+            [d["id"] for d in docs],
+            [d["text"] for d in docs],
+            [d["metadata"] for d in docs],
+            on_conflict="skip",
+        )
+    return target

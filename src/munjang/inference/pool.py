@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,28 @@ from tqdm.auto import tqdm
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(model: str | None, device: str, threads: int, load_kwargs: dict[str, Any]) -> None:
+@contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """`env` set while child processes start (they read it at start-up: glibc's malloc and oneDNN
+    take these settings when they load, before any code of ours runs), then put back."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _init_worker(
+    model: str | None,
+    device: str,
+    threads: int,
+    load_kwargs: dict[str, Any],
+) -> None:
     import torch
 
     from ..encoder import load_encoder
@@ -50,6 +72,11 @@ class EncoderProcess:
     never competes with the model loop for the interpreter lock: with both in one process, the
     model waits for the lock after every operation (measured on 2 cores: ~0.6x the throughput).
     If the process dies it is started again on the next call, and that call fails.
+
+    Served batches come in ever new shapes, and oneDNN caches a compiled kernel per shape (1,024 by
+    default): the process keeps `primitive_cache` of them and two malloc arenas, so its memory
+    levels off within a minute instead of growing by ~300 MB over the first minutes of traffic
+    (measured on MiniLM: 664 -> 693 MiB, against 669 -> 888 MiB with the defaults, same speed).
     """
 
     def __init__(
@@ -58,18 +85,25 @@ class EncoderProcess:
         *,
         device: str = "cpu",
         threads: int | None = None,
+        primitive_cache: int = 64,
         **load_kwargs: Any,
     ) -> None:
         import torch
 
+        self._env = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(primitive_cache), "MALLOC_ARENA_MAX": "2"}
         self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs)
         self._start()
 
     def _start(self) -> None:
-        self._executor = ProcessPoolExecutor(
-            max_workers=1, mp_context=mp.get_context("spawn"), initializer=_init_worker, initargs=self._args
-        )
-        self.pid: int = self._executor.submit(_warmup).result()
+        with _environment(self._env):
+            self._executor = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=mp.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=self._args,
+            )
+            warm = self._executor.submit(_warmup)  # starts the process
+        self.pid: int = warm.result()
 
     def encode_tokenized(self, encoded: dict[str, list[list[int]]], **kwargs: Any) -> np.ndarray:
         """`SentenceEncoder.encode_tokenized` in the model process."""

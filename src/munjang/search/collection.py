@@ -464,6 +464,29 @@ class Collection:
         found = self.store.documents_by_id(list(ids))
         return [found.get(i) for i in ids]
 
+    def sample(
+        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
+    ) -> tuple[list[Document], np.ndarray]:
+        """Up to `limit` documents spread evenly over the collection (in insertion order), with
+        their stored vectors: what a 2-D map of the collection draws."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        where, params = compile_filter(filter) if filter is not None else ("1", [])
+        labels = self.store.labels_matching(where, params)
+        if len(labels) > limit:
+            labels = labels[np.linspace(0, len(labels) - 1, limit).round().astype(np.int64)]
+        docs = self.store.documents(labels.tolist())
+        vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
+        return [docs[int(label)] for label in labels], vectors
+
+    def matched_terms(self, query: str, texts: Sequence[str]) -> list[list[str]]:
+        """The query's lexical (BM25) terms that each text contains, in query order: why a
+        keyword match ranked (shown beside hybrid and lexical results)."""
+        tokenizer = self._tokenizer()
+        terms = list(dict.fromkeys(tokenizer(query)))
+        found = tokenizer.tokenize_many(list(texts)) if texts else []
+        return [[t for t in terms if t in set(tokens)] for tokens in found]
+
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)
         return {

@@ -1,4 +1,5 @@
-"""The FastAPI app: POST /v1/embeddings, GET /v1/models, GET /health (OpenAPI at /openapi.json)."""
+"""The FastAPI app: POST /v1/embeddings, GET /v1/models, GET /health (OpenAPI at /openapi.json), and
+the web page at / (its files under /static)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from .. import __version__
@@ -20,6 +24,13 @@ from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
 from .text_api import add_text_routes
+
+STATIC = Path(__file__).parent / "static"
+# The page loads nothing from elsewhere; the policy makes the browser hold it to that.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'",
+    "X-Content-Type-Options": "nosniff",
+}
 
 ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": text}
@@ -161,6 +172,13 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_collection_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """The web page: search, similarity heatmap, collection map (no external resources)."""
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/health")
     async def health() -> dict[str, object]:

@@ -9,7 +9,8 @@ opened them), so its operations run one at a time, off the event loop. Routes:
     POST /v1/collections/{name}/documents    {"documents": [{"id", "text", "metadata"?}], "on_conflict"?}
     POST /v1/collections/{name}/delete       {"ids": [...]}
     POST /v1/collections/{name}/search       {"query", "top_k"?, "mode"?, "filter"?, "fusion"?, "weights"?,
-                                              "rerank"?, "rerank_k"?}
+                                              "rerank"?, "rerank_k"?}; each hit has `matched_terms`
+    POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from ..applications.projection import project_2d, umap_available
 from ..search.collection import Collection
 from ..search.store import CollectionError
 from .errors import APIError
@@ -91,6 +93,13 @@ class SearchRequest(BaseModel):
     weights: list[StrictFloat | StrictInt] | None = None
     rerank: bool = False
     rerank_k: StrictInt | None = Field(default=None, ge=1)
+
+
+class MapRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    method: Literal["auto", "pca", "umap"] = "auto"
+    limit: StrictInt = Field(default=2000, ge=1, le=20000)
+    filter: dict[str, Any] | None = None
 
 
 def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
@@ -201,21 +210,52 @@ def add_collection_routes(
             if not settings.rerankers:
                 raise APIError(400, "rerank asked, but no reranker is served (--reranker)", "rerank")
             reranker = next(iter(settings.rerankers.values()))
-        hits = await target.call(
-            target.collection.search,
-            parsed.query,
-            parsed.top_k,
-            mode=parsed.mode,
-            filter=parsed.filter,
-            fusion=parsed.fusion,
-            weights=parsed.weights,
-            rerank=reranker,
-            rerank_k=parsed.rerank_k,
-        )
+
+        def search_with_terms() -> tuple[list[Any], list[list[str]]]:
+            hits = target.collection.search(
+                parsed.query,
+                parsed.top_k,
+                mode=parsed.mode,
+                filter=parsed.filter,
+                fusion=parsed.fusion,
+                weights=parsed.weights,
+                rerank=reranker,
+                rerank_k=parsed.rerank_k,
+            )
+            return hits, target.collection.matched_terms(parsed.query, [h.text for h in hits])
+
+        hits, terms = await target.call(search_with_terms)
         return {
             "object": "list",
             "data": [
-                {"id": h.id, "text": h.text, "metadata": h.metadata, "score": h.score, "scores": h.scores}
-                for h in hits
+                {
+                    "id": h.id,
+                    "text": h.text,
+                    "metadata": h.metadata,
+                    "score": h.score,
+                    "scores": h.scores,
+                    "matched_terms": matched,
+                }
+                for h, matched in zip(hits, terms, strict=True)
+            ],
+        }
+
+    @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
+    async def collection_map(name: str, request: Request) -> dict[str, Any]:
+        """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed."""
+        target = named(name)
+        parsed = parse(MapRequest, await read_body(request, settings.max_body_bytes))
+        if parsed.method == "umap" and not umap_available():
+            raise APIError(
+                400, "method 'umap' needs umap-learn on the server (pip install umap-learn)", "method"
+            )
+        docs, vectors = await target.call(target.collection.sample, parsed.limit, parsed.filter)
+        coords, method = await asyncio.to_thread(project_2d, vectors, parsed.method)
+        return {
+            "object": "map",
+            "method": method,
+            "points": [
+                {"id": d.id, "text": d.text, "metadata": d.metadata, "x": float(x), "y": float(y)}
+                for d, (x, y) in zip(docs, coords.tolist(), strict=True)
             ],
         }

@@ -1,0 +1,59 @@
+"""2-D maps of embeddings: PCA (numpy, always there) or UMAP (when `umap-learn` is installed:
+`pip install munjang[umap]`; its first call compiles for ~30 s).
+
+A map puts similar sentences near each other so a person can see a collection's topics at a
+glance; the server's web page draws it and shows each point's text on hover.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+METHODS = ("auto", "pca", "umap")
+
+
+def umap_available() -> bool:
+    try:
+        return importlib.util.find_spec("umap.umap_") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def pca_2d(vectors: np.ndarray) -> np.ndarray:
+    """The first two principal components (centred, via SVD), signs fixed so the largest
+    loading of each component is positive (the same map on every call)."""
+    x = np.asarray(vectors, dtype=np.float64)
+    x = x - x.mean(axis=0, keepdims=True)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    components = vt[:2]
+    signs = np.sign(components[np.arange(len(components)), np.abs(components).argmax(axis=1)])
+    components = components * signs[:, None]
+    coords = x @ components.T
+    if coords.shape[1] < 2:  # fewer than two directions of variance
+        coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
+    return coords.astype(np.float32)
+
+
+def project_2d(vectors: np.ndarray, method: str = "auto", seed: int = 0) -> tuple[np.ndarray, str]:
+    """(n, 2) coordinates and the method used. "auto" is UMAP (cosine) when installed and there
+    are enough points for its neighbourhood graph, PCA otherwise."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    x = np.asarray(vectors, dtype=np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"vectors must be a 2-D array, not {x.ndim}-D")
+    if len(x) < 3:
+        return np.zeros((len(x), 2), dtype=np.float32) if len(x) < 2 else pca_2d(x), "pca"
+    if method == "umap" and not umap_available():
+        raise ValueError("method 'umap' needs umap-learn: pip install umap-learn")
+    if method == "umap" or (method == "auto" and umap_available() and len(x) >= 16):
+        import umap
+
+        neighbours = max(2, min(15, len(x) - 1))
+        reducer = umap.UMAP(
+            n_components=2, n_neighbors=neighbours, metric="cosine", random_state=seed, n_jobs=1
+        )
+        return np.asarray(reducer.fit_transform(x), dtype=np.float32), "umap"
+    return pca_2d(x), "pca"

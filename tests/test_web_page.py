@@ -1,0 +1,175 @@
+"""The web page in a real browser: headless Chromium (Debian's `chromium` + `chromium-driver`,
+driven by Selenium) searches the demo collection in Korean, draws the similarity heatmap and the
+collection map, and shows a document's text on hover. Screenshots go to `test-artifacts/`.
+
+`.ci/run` installs the browser (`make browser`); without it these tests are skipped, never passed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from munjang.demo import demo_collection
+from munjang.server import ServerSettings, create_app
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None, reason="needs Debian's chromium and chromium-driver (make browser)"
+)
+
+
+@pytest.fixture(scope="module")
+def page_url(encoder, tmp_path_factory) -> Iterator[str]:
+    folder = demo_collection(tmp_path_factory.mktemp("demo") / "collection", encoder)
+    settings = ServerSettings(models={"all-MiniLM-L6-v2": encoder}, collection_paths={"demo": folder})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--lang=ko-KR",
+    ):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1280,1000")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver, condition, timeout: float = 60.0):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+
+
+def screenshot(driver, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"web-page-{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 5_000
+    return path
+
+
+def painted_pixels(driver, canvas_id: str) -> int:
+    return int(
+        driver.execute_script(
+            "const c = document.getElementById(arguments[0]);"
+            "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+            "let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n;",
+            canvas_id,
+        )
+    )
+
+
+def severe_console_messages(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_korean_search_heatmap_and_map(browser, page_url):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver = browser
+    driver.get(page_url + "/")
+    wait_for(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    assert "1 collection(s)" in driver.find_element(By.ID, "server-status").text
+
+    # search: a Korean query, hybrid results with scores and the matched terms marked
+    box = driver.find_element(By.ID, "query")
+    box.send_keys("서울에 비가 온다")
+    box.send_keys(Keys.ENTER)
+    wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results li")) > 0)
+    first = driver.find_elements(By.CSS_SELECTOR, "#results li")[0]
+    assert "비" in first.find_element(By.CLASS_NAME, "result-text").text
+    marks = [m.text for m in first.find_elements(By.TAG_NAME, "mark")]
+    assert marks, "the matched terms should be highlighted"
+    assert float(first.find_element(By.CLASS_NAME, "score").text) > 0
+    assert "results from demo (hybrid)" in driver.find_element(By.ID, "search-status").text
+    screenshot(driver, "search")
+
+    # similarity playground: six sentences -> a 6 x 6 heatmap actually painted
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-tab=similarity]").click()
+    driver.find_element(By.ID, "similarity-run").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "heatmap").get_attribute("data-rendered") == "true")
+    assert driver.find_element(By.ID, "heatmap").get_attribute("data-cells") == "36"
+    assert painted_pixels(driver, "heatmap") > 20_000
+    screenshot(driver, "heatmap")
+
+    # map: every demo document is a point; hovering one shows its text
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-tab=map]").click()
+    driver.find_element(By.ID, "map-run").click()
+    canvas = driver.find_element(By.ID, "map")
+    wait_for(driver, lambda d: d.find_element(By.ID, "map").get_attribute("data-points") == "60")
+    assert painted_pixels(driver, "map") > 1_000
+    point = driver.execute_script("const p = mapState.points[0]; return [p.sx, p.sy, p.text];")
+    size = canvas.size
+    ActionChains(driver).move_to_element_with_offset(
+        canvas, int(point[0] - size["width"] / 2), int(point[1] - size["height"] / 2)
+    ).perform()
+    tooltip = driver.find_element(By.ID, "tooltip")
+    wait_for(driver, lambda d: tooltip.is_displayed())
+    assert point[2] in tooltip.text
+    screenshot(driver, "map")
+    assert severe_console_messages(driver) == []
+
+
+def test_page_reports_api_errors_in_words(browser, page_url):
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(page_url + "/")
+    wait_for(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-tab=similarity]").click()
+    driver.find_element(By.ID, "sentences").clear()
+    driver.find_element(By.ID, "similarity-run").click()
+    status = driver.find_element(By.ID, "similarity-status")
+    assert "at least two sentences" in status.text
+    assert "error" in status.get_attribute("class")
