@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import socket
@@ -45,11 +46,47 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class RawClient:
+    """One keep-alive HTTP/1.1 connection over asyncio streams: a load generator as light as wrk's,
+    so that on a small machine the clients take as little CPU from the server as they can (httpx
+    took ~3x more)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        body = json.dumps(payload).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        await self.writer.drain()
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnectionError("the server closed the connection")
+        status = int(status_line.split()[1])
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return status, await self.reader.readexactly(length)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
 async def load(
     url: str, corpus: list[str], args: argparse.Namespace, pid: int, seconds: float
 ) -> dict[str, Any]:
-    import httpx
-
+    host, port = url.removeprefix("http://").split(":")
     latencies: list[float] = []
     errors: list[str] = []
     sentences = 0
@@ -57,24 +94,30 @@ async def load(
     start = time.perf_counter()
     stop = start + seconds
 
-    async def client(k: int, http: httpx.AsyncClient) -> None:
+    async def client(k: int) -> None:
         nonlocal sentences
         rng = random.Random(k)
-        while time.perf_counter() < stop:
-            batch = rng.sample(corpus, args.batch)
-            t0 = time.perf_counter()
-            try:
-                response = await http.post(
-                    "/v1/embeddings", json={"input": batch, "encoding_format": args.encoding}
-                )
-                if response.status_code != 200:
-                    errors.append(f"{response.status_code}: {response.text[:200]}")
+        connection = RawClient(host, int(port))
+        try:
+            while time.perf_counter() < stop:
+                batch = rng.sample(corpus, args.batch)
+                t0 = time.perf_counter()
+                try:
+                    status, body = await connection.post(
+                        "/v1/embeddings", {"input": batch, "encoding_format": args.encoding}
+                    )
+                except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError) as e:
+                    errors.append(f"{type(e).__name__}: {e}")
+                    await connection.close()
+                    connection = RawClient(host, int(port))
                     continue
-                sentences += len(response.json()["data"])
-            except httpx.HTTPError as e:
-                errors.append(f"{type(e).__name__}: {e}")
-                continue
-            latencies.append(time.perf_counter() - t0)
+                if status != 200:
+                    errors.append(f"{status}: {body[:200]!r}")
+                    continue
+                sentences += len(json.loads(body)["data"])
+                latencies.append(time.perf_counter() - t0)
+        finally:
+            await connection.close()
 
     async def sample_memory() -> None:
         while time.perf_counter() < stop:
@@ -84,9 +127,7 @@ async def load(
     tree = process_tree(pid)
     cpu_before = {p: cpu_seconds(p) for p in tree}
     own_before = os.times()
-    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
-        await asyncio.gather(sample_memory(), *(client(k, http) for k in range(args.clients)))
+    await asyncio.gather(sample_memory(), *(client(k) for k in range(args.clients)))
     elapsed = time.perf_counter() - start
     own_after = os.times()
     cpu = {p: cpu_seconds(p) - cpu_before[p] for p in tree}
@@ -132,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=4000, help="corpus size (default 4000 English sentences)")
     p.add_argument("--warmup", type=float, default=20.0, help="seconds of uncounted load first")
     p.add_argument("--batch-tokens", type=int, default=None, help="munjang serve --batch-tokens")
-    p.add_argument("--in-process", action="store_true", help="munjang serve --in-process (no model process)")
+    p.add_argument("--model-processes", type=int, default=None, help="munjang serve --model-processes")
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--name", default="server_load", help="result file name (bench/results/NAME.json)")
     args = p.parse_args(argv)
     env = print_environment()
     import munjang
@@ -158,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     command += ["--precision", args.precision]
     if args.batch_tokens:
         command += ["--batch-tokens", str(args.batch_tokens)]
-    if args.in_process:
-        command += ["--in-process"]
+    if args.model_processes is not None:
+        command += ["--model-processes", str(args.model_processes)]
     if args.model:
         command += ["--model", args.model]
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-server-load-{port}.log", "w")  # noqa: SIM115
@@ -200,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch": args.batch,
             "encoding_format": args.encoding,
             "precision": args.precision,
-            "model_process": not args.in_process,
+            "model_processes": "server default" if args.model_processes is None else args.model_processes,
             "batch_tokens": args.batch_tokens or "server default",
             "cores": os.cpu_count(),
             **result,

@@ -33,7 +33,7 @@ def live_url(encoder) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     # The model runs in a process of its own, as under `munjang serve`.
-    app = create_app(ServerSettings(models={MODEL: encoder}, api_key="k", model_processes=True))
+    app = create_app(ServerSettings(models={MODEL: encoder}, api_key="k", model_processes=1))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

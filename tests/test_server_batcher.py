@@ -120,3 +120,30 @@ def test_metrics_count_requests_batches_and_queue(encoder):
     assert 'munjang_batch_rows_sum{model="mini"} 2.0' in text
     assert 'munjang_queue_depth{model="mini"} 0.0' in text
     assert 'munjang_request_seconds_bucket{le="30.0",route="/v1/embeddings"} 2.0' in text
+
+
+def test_batches_computed_side_by_side_come_back_in_row_order(encoder):
+    """Two compute threads, the first slower: slices of one request finish out of order, and the
+    request still gets its rows in order."""
+    calls: list[int] = []
+
+    def slow(encoded, **options):
+        calls.append(0)
+        time.sleep(0.3)
+        return encoder.encode_tokenized(encoded, **options)
+
+    def fast(encoded, **options):
+        calls.append(1)
+        return encoder.encode_tokenized(encoded, **options)
+
+    batcher = DynamicBatcher(encoder, max_tokens=64, max_wait_ms=1, slice_rows=4, compute=[slow, fast])
+    try:
+        texts = [f"{t} and a tail of {i} more words" for i, t in enumerate(TEXTS[:24])]
+        got = batcher.submit(texts).result(timeout=120)
+        np.testing.assert_allclose(got, encoder.encode(texts), atol=1e-5)
+        assert set(calls) == {0, 1}, "both compute threads should have taken batches"
+        assert batcher.stats.rows == len(texts)
+    finally:
+        batcher.close()
+    with pytest.raises(ValueError, match="at least one"):
+        DynamicBatcher(encoder, compute=[])

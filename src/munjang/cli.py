@@ -454,6 +454,17 @@ def train(
         typer.echo(f"  {name:<12}{path}")
 
 
+def _default_model_processes(encoders: dict[str, Any]) -> int:
+    """Two processes per model on a CPU with two or more cores (one batch's hand-over overlaps the
+    other's compute, and single-threaded workers never wait on each other: measured 0.90x
+    in-process throughput under load on 2 cores, against 0.68x with one 2-thread process), one on a
+    GPU."""
+    if any(e.device.type != "cpu" for e in encoders.values()):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if cores >= 2 else 1
+
+
 def _named_models(models: list[str] | None) -> list[tuple[str, str | None]]:
     """`--model` values as (served name, path or hub id): `name=path` names it; otherwise a folder's
     name, a hub id as given, or all-MiniLM-L6-v2 for the embedded default."""
@@ -519,13 +530,14 @@ def serve(
     batch_tokens: Annotated[
         int, typer.Option(min=1, help="Most tokens in one model batch of merged requests.")
     ] = 4096,
-    model_process: Annotated[
-        bool,
+    model_processes: Annotated[
+        int | None,
         typer.Option(
-            "--model-process/--in-process",
-            help="Run each model in a process of its own, so request handling never holds it up.",
+            min=0,
+            help="Processes per model, sharing the cores (default: 2 on a CPU with 2+ cores, 1 on a GPU); "
+            "0 runs the model in the server's own process.",
         ),
-    ] = True,
+    ] = None,
 ) -> None:
     """Serve the models over HTTP: OpenAI's embeddings API, similarity, tokenize, rerank, metrics."""
     import uvicorn
@@ -562,7 +574,7 @@ def serve(
         max_inputs_per_request=max_inputs,
         host=host,
         port=port,
-        model_processes=model_process,
+        model_processes=_default_model_processes(encoders) if model_processes is None else model_processes,
         batch_max_tokens=batch_tokens,
     )
     shown = f"[{host}]" if ":" in host else host

@@ -79,20 +79,26 @@ def api_key_check(settings: ServerSettings) -> Callable[[Request], None]:
     return check
 
 
-def start_model_processes(settings: ServerSettings) -> dict[str, EncoderProcess]:
-    """An `EncoderProcess` per served model that was loaded from a folder, same backend and threads."""
+def start_model_processes(settings: ServerSettings) -> dict[str, list[EncoderProcess]]:
+    """`settings.model_processes` EncoderProcesses per served model loaded from a folder, with the
+    model's backend and precision, sharing this process's torch threads between them."""
     import torch
 
+    count = settings.model_processes
+    threads = max(1, torch.get_num_threads() // count)
     return {
-        name: EncoderProcess(
-            encoder.model_folder,
-            device=str(encoder.device),
-            threads=torch.get_num_threads(),
-            backend=encoder.backend_name,
-            precision=encoder.precision,
-            backend_options=encoder.backend_options,
-            max_seq_length=encoder.max_seq_length,
-        )
+        name: [
+            EncoderProcess(
+                encoder.model_folder,
+                device=str(encoder.device),
+                threads=threads,
+                backend=encoder.backend_name,
+                precision=encoder.precision,
+                backend_options=encoder.backend_options,
+                max_seq_length=encoder.max_seq_length,
+            )
+            for _ in range(count)
+        ]
         for name, encoder in settings.models.items()
         if encoder.model_folder is not None
     }
@@ -100,13 +106,15 @@ def start_model_processes(settings: ServerSettings) -> dict[str, EncoderProcess]
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """The ASGI app serving `settings.models` under OpenAI's embeddings API."""
+    if settings.model_processes < 0:
+        raise ValueError(f"model_processes must be 0 or more, not {settings.model_processes}")
     processes = start_model_processes(settings) if settings.model_processes else {}
     batchers = {
         name: DynamicBatcher(
             encoder,
             settings.batch_max_tokens,
             settings.batch_max_wait_ms,
-            compute=processes[name].encode_tokenized if name in processes else None,
+            compute=[p.encode_tokenized for p in processes[name]] if name in processes else None,
         )
         for name, encoder in settings.models.items()
     }
@@ -118,8 +126,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         yield
         for batcher in batchers.values():
             batcher.close()
-        for process in processes.values():
-            process.close()
+        for group in processes.values():
+            for process in group:
+                process.close()
         for collection in collections.values():
             collection.close()
 

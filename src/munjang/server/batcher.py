@@ -32,7 +32,7 @@ class _Job:
     key: Hashable
     future: Future[np.ndarray]
     next: int = 0
-    parts: list[np.ndarray] = field(default_factory=list)
+    parts: dict[int, np.ndarray] = field(default_factory=dict)  # first row -> its vectors
 
 
 @dataclass
@@ -56,14 +56,22 @@ class DynamicBatcher:
         max_tokens: int = 2048,
         max_wait_ms: float = 2.0,
         slice_rows: int = 64,
-        compute: Callable[..., np.ndarray] | None = None,
+        compute: Callable[..., np.ndarray] | Sequence[Callable[..., np.ndarray]] | None = None,
     ) -> None:
         """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
-        same method of an `EncoderProcess` holding this model."""
+        same method of an `EncoderProcess` holding this model. Given several (one per model
+        process), each gets a thread of its own and batches run side by side."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
-        self.compute = compute or encoder.encode_tokenized
+        if compute is None:
+            computes: list[Callable[..., np.ndarray]] = [encoder.encode_tokenized]
+        elif callable(compute):
+            computes = [compute]
+        else:
+            computes = list(compute)
+        if not computes:
+            raise ValueError("compute must name at least one function")
         self.max_tokens = max_tokens
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
@@ -72,8 +80,12 @@ class DynamicBatcher:
         self._jobs: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="munjang-batcher", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, args=(fn,), name=f"munjang-batcher-{i}", daemon=True)
+            for i, fn in enumerate(computes)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def queue_depth(self) -> int:
@@ -120,13 +132,16 @@ class DynamicBatcher:
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            self._cond.notify()
-        self._thread.join(timeout=30)
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=30)
 
     def _take(self) -> list[tuple[_Job, int, int]]:
         """Slices (job, start, stop) for the next batch: round-robin over waiting jobs with the
         options of the oldest one, up to the token budget."""
-        first = self._jobs[0]
+        first = next((job for job in self._jobs if job.next < len(job.lengths)), None)
+        if first is None:
+            return []
         chosen: list[tuple[_Job, int, int]] = []
         budget = self.max_tokens
         progress = True
@@ -154,20 +169,27 @@ class DynamicBatcher:
             job.next = max(job.next, stop)
         return chosen
 
-    def _run(self) -> None:
+    def _pending(self) -> bool:
+        """Some job has rows no thread has taken yet."""
+        return any(job.next < len(job.lengths) for job in self._jobs)
+
+    def _run(self, compute: Callable[..., np.ndarray]) -> None:
         while True:
             with self._cond:
-                while not self._jobs and not self._closed:
+                while not self._pending() and not self._closed:
                     self._cond.wait()
-                if self._closed and not self._jobs:
+                if self._closed and not self._pending():
                     return
             if self.max_wait:
                 time.sleep(self.max_wait)  # let concurrent requests arrive and join this batch
             with self._cond:
                 chosen = self._take()
-            self._encode(chosen)
+                if self._pending():  # rows left: wake another compute thread for them
+                    self._cond.notify()
+            if chosen:
+                self._encode(chosen, compute)
 
-    def _encode(self, chosen: list[tuple[_Job, int, int]]) -> None:
+    def _encode(self, chosen: list[tuple[_Job, int, int]], compute: Callable[..., np.ndarray]) -> None:
         merged: dict[str, list[list[int]]] = {
             key: [ids for job, start, stop in chosen for ids in job.encoded[key][start:stop]]
             for key in chosen[0][0].encoded
@@ -175,27 +197,30 @@ class DynamicBatcher:
         rows = len(merged["input_ids"])
         started = time.perf_counter()
         try:
-            vectors = self.compute(merged, **chosen[0][0].options)
+            vectors = compute(merged, **chosen[0][0].options)
         except Exception as error:  # the request that caused it fails; the others are retried alone
-            self._fail_or_split(chosen, error)
+            self._fail_or_split(chosen, error, compute)
             return
-        offset = 0
+        elapsed = time.perf_counter() - started
         tokens = sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
-        self.stats.batches += 1
-        self.stats.rows += rows
-        self.stats.tokens += tokens
+        with self._cond:
+            self.stats.batches += 1
+            self.stats.rows += rows
+            self.stats.tokens += tokens
+            self.stats.batch_rows.append(rows)
+            del self.stats.batch_rows[:-1000]
+            offset = 0
+            for job, start, stop in chosen:
+                job.parts[start] = vectors[offset : offset + stop - start]
+                offset += stop - start
+            self._finish_done()
         if self.on_batch is not None:
-            self.on_batch(rows, tokens, time.perf_counter() - started)
-        self.stats.batch_rows.append(rows)
-        del self.stats.batch_rows[:-1000]
-        for job, start, stop in chosen:
-            job.parts.append(vectors[offset : offset + stop - start])
-            offset += stop - start
-        self._finish_done()
+            self.on_batch(rows, tokens, elapsed)
 
-    def _fail_or_split(self, chosen: list[tuple[_Job, int, int]], error: Exception) -> None:
-        jobs = {id(job): job for job, _, _ in chosen}
-        if len(jobs) == 1:
+    def _fail_or_split(
+        self, chosen: list[tuple[_Job, int, int]], error: Exception, compute: Callable[..., np.ndarray]
+    ) -> None:
+        if len({id(job) for job, _, _ in chosen}) == 1:
             job = chosen[0][0]
             with self._cond:
                 if job in self._jobs:
@@ -203,19 +228,13 @@ class DynamicBatcher:
             if not job.future.done():
                 job.future.set_exception(error)
             return
-        for job, start, _ in chosen:  # rewind, then run each job's slice on its own
-            job.next = min(job.next, start)
-        for job, start, stop in chosen:
-            if job.future.done():
-                continue
-            job.next = stop
-            self._encode([(job, start, stop)])
+        for job, start, stop in chosen:  # run each job's slice on its own: only the culprit fails
+            if not job.future.done():
+                self._encode([(job, start, stop)], compute)
 
     def _finish_done(self) -> None:
-        with self._cond:
-            done = [job for job in self._jobs if job.next >= len(job.lengths) and job.parts]
-            for job in done:
-                if sum(len(p) for p in job.parts) == len(job.lengths):
-                    self._jobs.remove(job)
-                    if not job.future.done():
-                        job.future.set_result(np.concatenate(job.parts))
+        """Resolve every job whose rows have all come back (call holding the lock)."""
+        for job in [j for j in self._jobs if sum(len(p) for p in j.parts.values()) == len(j.lengths)]:
+            self._jobs.remove(job)
+            if not job.future.done():
+                job.future.set_result(np.concatenate([job.parts[k] for k in sorted(job.parts)]))

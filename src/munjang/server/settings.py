@@ -19,9 +19,11 @@ class ServerSettings:
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
-    `model_processes`: run each model loaded from a folder in a process of its own (`munjang serve`
-    does), so request handling never holds the model up; the process loads the folder with the
-    encoder's backend, precision and thread count, so leave it off for encoders changed in memory.
+    `model_processes`: run each model loaded from a folder in that many processes of its own
+    (`munjang serve` does; 0 keeps it in this process), so request handling never holds the model
+    up, and several batches run side by side; the cores (torch's thread count here) are shared
+    out between them. A process loads the folder with the encoder's backend and precision, so
+    keep 0 for encoders changed in memory.
     """
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
@@ -36,7 +38,7 @@ class ServerSettings:
     port: int = 8000
     batch_max_tokens: int = 4096
     batch_max_wait_ms: float = 2.0
-    model_processes: bool = False
+    model_processes: int = 0
 
     def __post_init__(self) -> None:
         if not self.models:
