@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             "cores": os.cpu_count(),
             **result,
         }
-        print(f"wrote {write_result('server_load', payload, env=env)}")
+        print(f"wrote {write_result(args.name, payload, env=env)}")
     return 0
 
 

@@ -68,6 +68,9 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
                 text = col.get([doc_id])[0].text  # type: ignore[union-attr]
                 unique = next(t for t in text.split() if t.startswith("uid"))
                 assert col.search(unique, k=1, mode="lexical")[0].id == doc_id
-                # Random word salads can be near-duplicates, so the dense check allows a few ahead.
-                assert doc_id in {h.id for h in col.search(text, k=10)}
+                # The dense index has it too: its own text scores it as a best match. (With MiniLM
+                # most Korean words are [UNK], so many salads tie to float noise: ties are allowed.)
+                hits = col.search(text, k=len(col))
+                own = next(h.score for h in hits if h.id == doc_id)
+                assert own >= hits[0].score - 1e-3, f"{doc_id}: {own} vs best {hits[0].score}"
     assert len(committed) > 20 and searches > 20
