@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from munjang.server import ServerSettings, create_app
+from server_helpers import live_server
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = ["The cat sits on the mat.", "문장 임베딩 서버", "A third, slightly longer sentence about dogs."]
@@ -29,28 +26,10 @@ def client(encoder) -> TestClient:
 
 @pytest.fixture(scope="module")
 def live_url(encoder) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     # The model runs in a process of its own, as under `munjang serve`.
     app = create_app(ServerSettings(models={MODEL: encoder}, api_key="k", model_processes=1))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with live_server(app) as url:
+        yield url
 
 
 def assert_error(response: httpx.Response, status: int, param: str | None) -> dict:

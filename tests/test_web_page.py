@@ -8,18 +8,14 @@ collection map, and shows a document's text on hover. Screenshots go to `test-ar
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-import uvicorn
 
 from munjang.demo import demo_collection
 from munjang.server import ServerSettings, create_app
+from server_helpers import live_server
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -34,28 +30,8 @@ pytestmark = pytest.mark.skipif(
 def page_url(encoder, tmp_path_factory) -> Iterator[str]:
     folder = demo_collection(tmp_path_factory.mktemp("demo") / "collection", encoder)
     settings = ServerSettings(models={"all-MiniLM-L6-v2": encoder}, collection_paths={"demo": folder})
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with live_server(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
