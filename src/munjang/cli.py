@@ -461,8 +461,9 @@ def _default_model_processes(encoders: dict[str, Any]) -> int:
     GPU."""
     if any(e.device.type != "cpu" for e in encoders.values()):
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 if cores >= 2 else 1
+    from .inference.hardware import usable_cores
+
+    return 2 if usable_cores() >= 2 else 1
 
 
 def _named_models(models: list[str] | None) -> list[tuple[str, str | None]]:

@@ -268,23 +268,14 @@ class SentenceEncoder(nn.Sequential):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentences[{i}] is {type(text).__name__}, not str")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
-        if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
-            raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
+        self._check_limits(batch_size, max_tokens, truncate_dim)
         if output_value not in ("sentence_embedding", "token_embeddings"):
             raise ValueError("output_value must be 'sentence_embedding' or 'token_embeddings'")
         as_tensor = convert_to_tensor or not convert_to_numpy
         if device is not None and resolve_device(device) != self.device:
             with self._device_lock:
                 self.to(resolve_device(device))
-        if self.training:  # inference never uses dropout, even right after a training loop
-            self.eval()
-        runner = self.backend(backend, precision)
-        if batch_size is None and max_tokens is None:
-            max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
+        runner, max_tokens, batch_size = self._runner_and_budget(backend, precision, max_tokens, batch_size)
 
         prompt_text = self._prompt_text(prompt_name, prompt)
         prompt_length = self._prompt_length(prompt_text)
@@ -344,13 +335,8 @@ class SentenceEncoder(nn.Sequential):
         for i, row in enumerate(ids):
             if not row or len(row) > limit:
                 raise ValueError(f"input_ids[{i}] has {len(row)} tokens; it must have 1 to {limit}")
-        if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
-            raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
-        if self.training:
-            self.eval()
-        runner = self.backend(backend, precision)
-        if batch_size is None and max_tokens is None:
-            max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
+        self._check_limits(batch_size, max_tokens, truncate_dim)
+        runner, max_tokens, batch_size = self._runner_and_budget(backend, precision, max_tokens, batch_size)
         sentence_out, _ = self._encode_chunks(
             iter([Chunk(0, len(ids), encoded)]),
             len(ids),
@@ -366,6 +352,25 @@ class SentenceEncoder(nn.Sequential):
         assert sentence_out is not None
         result: np.ndarray = sentence_out.numpy()
         return result
+
+    def _check_limits(self, batch_size: int | None, max_tokens: int | None, truncate_dim: int | None) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+        if truncate_dim is not None and not 1 <= truncate_dim <= self.get_embedding_dimension():
+            raise ValueError(f"truncate_dim must be between 1 and {self.get_embedding_dimension()}")
+
+    def _runner_and_budget(
+        self, backend: str | None, precision: str | None, max_tokens: int | None, batch_size: int | None
+    ) -> tuple[TokenBackend, int | None, int | None]:
+        """The backend to run on, and the batch limits: the caller's, or the default budget."""
+        if self.training:  # inference never uses dropout, even right after a training loop
+            self.eval()
+        runner = self.backend(backend, precision)
+        if batch_size is None and max_tokens is None:
+            max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
+        return runner, max_tokens, batch_size
 
     @torch.inference_mode()
     def _encode_chunks(

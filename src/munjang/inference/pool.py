@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from .hardware import usable_cores
+
 _WORKER: dict[str, Any] = {}
 
 
@@ -135,7 +137,7 @@ class EncodePool:
         threads_per_process: int | None = None,
         **load_kwargs: Any,
     ) -> None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = usable_cores()
         threads = threads_per_process or 1
         if threads < 1:
             raise ValueError(f"threads_per_process must be at least 1, not {threads}")

@@ -479,13 +479,13 @@ class Collection:
         vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
         return [docs[int(label)] for label in labels], vectors
 
-    def matched_terms(self, query: str, texts: Sequence[str]) -> list[list[str]]:
-        """The query's lexical (BM25) terms that each text contains, in query order: why a
-        keyword match ranked (shown beside hybrid and lexical results)."""
-        tokenizer = self._tokenizer()
-        terms = list(dict.fromkeys(tokenizer(query)))
-        found = tokenizer.tokenize_many(list(texts)) if texts else []
-        return [[t for t in terms if t in set(tokens)] for tokens in found]
+    def matched_terms(self, query: str, ids: Sequence[str]) -> list[list[str]]:
+        """The query's lexical (BM25) terms that each document contains, in query order: why a
+        keyword match ranked (shown beside hybrid and lexical results). Documents are read as
+        BM25 indexed them (their stored tokens), not tokenized again."""
+        terms = list(dict.fromkeys(self._tokenizer()(query)))
+        stored = self.store.tokens_by_id(list(ids))
+        return [[t for t in terms if t in set(stored.get(i, ()))] for i in ids]
 
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)

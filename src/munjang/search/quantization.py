@@ -385,10 +385,9 @@ class _QuantizedIndex(ABC):
     def _workers(self) -> int:
         if self.threads:
             return self.threads
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
+        from ..inference.hardware import usable_cores
+
+        return usable_cores()
 
     def __len__(self) -> int:
         return self._n

@@ -240,6 +240,18 @@ class DocumentStore:
                 out[position[int(label)]] = np.frombuffer(vector, dtype=np.float32)
         return out
 
+    def tokens_by_id(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The stored lexical tokens of these documents (unknown ids left out)."""
+        out: dict[str, list[str]] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            for doc_id, toks in self.conn.execute(
+                f"SELECT id, tokens FROM documents WHERE id IN ({marks})", part
+            ):
+                out[doc_id] = json.loads(toks)
+        return out
+
     def tokens(self) -> tuple[np.ndarray, list[list[str]]]:
         """(labels, tokens) of every document, in label order, for rebuilding BM25."""
         labels: list[int] = []

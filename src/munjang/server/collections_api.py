@@ -222,7 +222,7 @@ def add_collection_routes(
                 rerank=reranker,
                 rerank_k=parsed.rerank_k,
             )
-            return hits, target.collection.matched_terms(parsed.query, [h.text for h in hits])
+            return hits, target.collection.matched_terms(parsed.query, [h.id for h in hits])
 
         hits, terms = await target.call(search_with_terms)
         return {

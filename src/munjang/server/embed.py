@@ -135,16 +135,6 @@ def respond(request: EmbeddingRequest, name: str, vectors: np.ndarray, tokens: i
     return EmbeddingResponse(data=data, model=name, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))
 
 
-def embed(
-    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
-) -> EmbeddingResponse:
-    """Validate, encode and format one request on its own (blocking)."""
-    prepared = prepare(request, encoder, settings)
-    return respond(
-        request, name, encoder.encode_tokenized(prepared.encoded, **prepared.options), prepared.tokens
-    )
-
-
 # Responses with more rows than this are formatted in a worker thread, not on the event loop.
 INLINE_RESPONSE_ROWS = 64
 
@@ -156,9 +146,10 @@ async def embed_batched(
     settings: ServerSettings,
     batcher: DynamicBatcher,
 ) -> EmbeddingResponse:
-    """`embed` sharing model batches with concurrent requests: validation and tokenization run in a
-    worker thread, and the wait for the batcher holds no thread, so every waiting request is in
-    the batcher's queue rather than queued for a thread."""
+    """Validate, encode and format one request, sharing model batches with concurrent requests.
+
+    Validation and tokenization run in a worker thread, and the wait for the batcher holds no
+    thread, so every waiting request is in the batcher's queue rather than queued for a thread."""
     prepared = await run_in_threadpool(prepare, request, encoder, settings)
     vectors = await asyncio.wrap_future(batcher.submit_tokenized(prepared.encoded, **prepared.options))
     if len(vectors) > INLINE_RESPONSE_ROWS:
