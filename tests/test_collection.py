@@ -193,6 +193,25 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
         assert again.search("stock", k=2, filter={"lang": "en"})[0].id == "en-2"
 
 
+def test_hnsw_collection_ranks_everything_exactly_when_asked_for_everything(
+    tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Collection.create(tmp_path / "h", encoder=encoder, index="hnsw") as c:
+        _fill(c)
+        # A graph that reaches nothing: only an exhaustive pass can still rank every document.
+        monkeypatch.setattr(
+            type(c.dense.index),
+            "search",
+            lambda self, q, k, expansion=None: (
+                np.full((len(q), k), -1, dtype=np.int64),
+                np.full((len(q), k), -np.inf, dtype=np.float32),
+            ),
+        )
+        hits = c.search("a sleeping cat", k=len(c))
+        assert sorted(h.id for h in hits) == sorted(DOCS) and hits[0].id == "en-3"
+        assert c.search("a sleeping cat", k=3) == []  # fewer than all: the graph is asked
+
+
 def test_bad_input_and_bad_folders(tmp_path: Path, encoder) -> None:
     with pytest.raises(CollectionError, match="no such collection"):
         Collection.open(tmp_path / "missing")

@@ -46,6 +46,8 @@ DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 # 0.8) and STSb (0.9) with bench/search_quality.py; equal weights fall below dense alone on both.
 HYBRID_FUSION = "weighted"
 HYBRID_WEIGHTS = (0.8, 0.2)
+# Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
+EXHAUSTIVE_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -604,7 +606,10 @@ class Collection:
         if len(index) == 0 or (allowed is not None and len(allowed) == 0):
             return [[] for _ in queries]
         vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
-        if allowed is None:
+        if allowed is None and not isinstance(index, ExactIndex) and k >= len(index) <= EXHAUSTIVE_LIMIT:
+            # Asked to rank everything: a graph walk may not reach every node, an exact pass does.
+            labels, scores = self._exact_subset(vectors, k, index.ids())
+        elif allowed is None:
             labels, scores = index.search(vectors, k)
         elif isinstance(index, ExactIndex):
             labels, scores = index.search(vectors, k, allowed=allowed)
@@ -622,7 +627,7 @@ class Collection:
         documents exactly; a broad one over-fetches from the graph and drops what fails it, falling
         back to exact search for any query left short."""
         fraction = len(allowed) / max(len(index), 1)
-        if len(allowed) <= 20_000 or fraction < 0.05:
+        if len(allowed) <= EXHAUSTIVE_LIMIT or fraction < 0.05:
             return self._exact_subset(vectors, k, allowed)
         fetch = min(len(index), math.ceil(2 * k / fraction))
         labels, scores = index.search(vectors, fetch)
