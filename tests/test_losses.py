@@ -375,6 +375,7 @@ def test_config_dicts(model: SentenceEncoder) -> None:
         "scale": 20.0,
         "similarity_fct": "cosine",
         "symmetric": True,
+        "gather_across_devices": True,
     }
     assert MSELoss(model).get_config_dict() == {}
     assert MatryoshkaLoss(model, CoSENTLoss(model), [8, DIM]).get_config_dict() == {
