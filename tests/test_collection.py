@@ -1,4 +1,7 @@
-"""Persistent collections: add / upsert / delete, filters, re-open, cache, modes, readers, bad input."""
+"""Persistent collections: add / upsert / delete, filters, re-open, cache, modes, readers, bad input.
+
+The API tests run against both backends (a folder, and PostgreSQL + pgvector started by pgserver)
+with the same assertions; tests of the folder's own files run on the embedded backend only."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from munjang import load_cross_encoder
 from munjang.search.collection import Collection
 from munjang.search.exact import top_k_exact
 from munjang.search.store import CollectionError
+from collection_backends import Backend
 from training_helpers import tiny_bert
 
 DOCS = {
@@ -29,9 +33,16 @@ def _fill(col: Collection) -> None:
     col.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
 
 
+@pytest.fixture(params=["embedded", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "embedded":
+        return Backend("embedded", tmp_path)
+    return Backend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
-def col(tmp_path: Path, encoder) -> Collection:
-    c = Collection.create(tmp_path / "col", encoder=encoder)
+def col(backend: Backend, encoder) -> Collection:
+    c = backend.create("col", encoder=encoder)
     _fill(c)
     yield c
     c.close()
@@ -49,12 +60,11 @@ def test_dense_search_equals_exact_search_over_the_encoded_documents(col: Collec
     assert top.id == "en-1" and top.metadata == DOCS["en-1"][1] and top.text == DOCS["en-1"][0]
 
 
-def test_reopen_keeps_everything(tmp_path: Path, encoder) -> None:
-    folder = tmp_path / "c"
-    with Collection.create(folder, encoder=encoder) as c:
+def test_reopen_keeps_everything(backend: Backend, encoder) -> None:
+    with backend.create("c", encoder=encoder) as c:
         _fill(c)
         before = c.search("a sleeping cat", k=3, mode="hybrid")
-    with Collection.open(folder, encoder=encoder) as c:
+    with backend.open("c", encoder=encoder) as c:
         assert len(c) == 6 and "ko-2" in c and "nope" not in c
         assert list(c.ids()) == list(DOCS)
         assert c.search("a sleeping cat", k=3, mode="hybrid") == before
@@ -152,10 +162,9 @@ def test_rerank_orders_by_the_cross_encoder(col: Collection, tmp_path: Path) -> 
     assert hits[0].text == best[0]
 
 
-def test_a_second_handle_sees_each_commit(tmp_path: Path, encoder) -> None:
-    folder = tmp_path / "c"
-    writer = Collection.create(folder, encoder=encoder)
-    reader = Collection.open(folder, encoder=encoder, readonly=True)
+def test_a_second_handle_sees_each_commit(backend: Backend, encoder) -> None:
+    writer = backend.create("c", encoder=encoder)
+    reader = backend.open("c", encoder=encoder, readonly=True)
     assert reader.search("guitar", k=3) == []
     _fill(writer)
     assert reader.search("guitar", k=1)[0].id == "en-1"
@@ -212,13 +221,12 @@ def test_hnsw_collection_ranks_everything_exactly_when_asked_for_everything(
         assert c.search("a sleeping cat", k=3) == []  # fewer than all: the graph is asked
 
 
-def test_bad_input_and_bad_folders(tmp_path: Path, encoder) -> None:
+def test_bad_input_is_named_and_writes_nothing(backend: Backend, encoder) -> None:
     with pytest.raises(CollectionError, match="no such collection"):
-        Collection.open(tmp_path / "missing")
-    folder = tmp_path / "c"
-    c = Collection.create(folder, encoder=encoder)
+        backend.open("missing")
+    c = backend.create("c", encoder=encoder)
     with pytest.raises(CollectionError, match="already exists"):
-        Collection.create(folder, encoder=encoder)
+        backend.create("c", encoder=encoder)
     with pytest.raises(ValueError, match="text is empty"):
         c.add(["a"], ["  "])
     with pytest.raises(TypeError, match="not str"):
@@ -231,8 +239,33 @@ def test_bad_input_and_bad_folders(tmp_path: Path, encoder) -> None:
         c.add(["a", "b"], ["x"])
     with pytest.raises(ValueError, match="query 0 is empty"):
         c.search(" ")
-    assert len(c) == 0
+    assert len(c) == 0 and c.check() == []
     c.close()
+    with pytest.raises(ValueError, match="unknown index"):
+        backend.create("x", encoder=encoder, index="ivf")
+    with pytest.raises(CollectionError, match="no such collection"):
+        backend.open("x")
+
+
+def test_hnsw_search_matches_exact_search_with_and_without_filters(backend: Backend, encoder) -> None:
+    exact = backend.create("exact", encoder=encoder)
+    approx = backend.create("approx", encoder=encoder, index="hnsw")
+    for c in (exact, approx):
+        _fill(c)
+    for query in ("guitar music", "stock prices dropped", "고양이"):
+        want = exact.search(query, k=6)
+        got = approx.search(query, k=6)
+        assert [h.id for h in got] == [h.id for h in want]
+        np.testing.assert_allclose([h.score for h in got], [h.score for h in want], atol=1e-5)
+        selective = approx.search(query, k=6, filter={"year": 2015})
+        assert [h.id for h in selective] == ["en-3"]
+        assert {h.id for h in approx.search(query, k=6, filter={"lang": "ko"})} == {"ko-1", "ko-2", "ko-3"}
+    assert approx.info()["index"] == "hnsw" and approx.check() == []
+    exact.close()
+    approx.close()
+
+
+def test_bad_folders_are_named(tmp_path: Path, encoder) -> None:
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "collection.db").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(CollectionError, match="cannot open|not a munjang"):

@@ -13,12 +13,15 @@ commit at their next search.
 
 Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "hybrid" (both, fused
 by RRF or weighted scores), each with metadata filters and an optional cross-encoder rerank.
+
+The same collection can live in PostgreSQL with pgvector instead of a folder: pass
+`backend="postgresql://..."` and a collection name (`postgres_store.py`, `postgres_dense.py`). The
+API, the search modes and the results are the same; only where the data lives changes.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -46,8 +49,6 @@ DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 # 0.8) and STSb (0.9) with bench/search_quality.py; equal weights fall below dense alone on both.
 HYBRID_FUSION = "weighted"
 HYBRID_WEIGHTS = (0.8, 0.2)
-# Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
-EXHAUSTIVE_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -111,12 +112,13 @@ def _metadata_json(doc_id: str, metadata: Any) -> str:
 
 class Collection:
     """Documents with ids and metadata, searchable by meaning, by words, or both. Use
-    `Collection.create(folder, model=...)` once, then `Collection.open(folder)`."""
+    `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
+    `backend="postgresql://..."` the first argument is the collection's name in that database."""
 
     def __init__(
         self,
-        folder: Path,
-        store: DocumentStore,
+        folder: Path | None,
+        store: Any,
         *,
         encoder: Any = None,
         device: str | None = None,
@@ -125,25 +127,33 @@ class Collection:
     ) -> None:
         self.folder = folder
         self.store = store
+        self.location = str(folder) if folder is not None else str(store.path)
         self.readonly = readonly
         self.config = store.get_meta()
         version = self.config.get("schema_version")
         if version != SCHEMA_VERSION:
             raise CollectionError(
-                f"{folder}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}"
+                f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}"
             )
         self._encoder = encoder
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
-        self._lock = FileLock(str(folder / LOCK_NAME), timeout=lock_timeout)
-        self.dense = DenseIndex(
-            self.config["index"],
-            self.config["dim"],
-            self.config["metric"],
-            self.config["model"],
-            self.config["hnsw"],
-        )
-        self.dense.load(folder)
+        self._lock_timeout = lock_timeout
+        self.dense: Any
+        if folder is None:
+            from .postgres_dense import PostgresDense
+
+            self.dense = PostgresDense(store, self.config)
+        else:
+            self._lock = FileLock(str(folder / LOCK_NAME), timeout=lock_timeout)
+            self.dense = DenseIndex(
+                self.config["index"],
+                self.config["dim"],
+                self.config["metric"],
+                self.config["model"],
+                self.config["hnsw"],
+            )
+            self.dense.load(folder)
         self.lexical = LexicalIndex(self.config["lexical"])
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -153,6 +163,7 @@ class Collection:
         folder: str | os.PathLike[str],
         model: str | os.PathLike[str] | None = None,
         *,
+        backend: str | None = None,
         encoder: Any = None,
         index: str = "exact",
         metric: str = "cosine",
@@ -164,9 +175,10 @@ class Collection:
         device: str | None = None,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
-        `encoder` may pass that model already loaded. The folder appears complete or not at all."""
+        `encoder` may pass that model already loaded. The folder (or the PostgreSQL schema, with
+        `backend`) appears complete or not at all."""
         target = Path(folder)
-        if target.exists():
+        if backend is None and target.exists():
             raise CollectionError(f"{target} already exists; open it with Collection.open")
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
@@ -203,6 +215,15 @@ class Collection:
             "query_prompt_name": query_prompt_name,
             "document_prompt_name": document_prompt_name,
         }
+        if backend is not None:
+            from .postgres_store import PostgresStore
+
+            pg = PostgresStore(_postgres_url(backend), str(folder))
+            try:
+                pg.create_schema(config)
+            finally:
+                pg.close()
+            return cls.open(folder, backend=backend, encoder=encoder, device=device)
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
@@ -222,13 +243,26 @@ class Collection:
         cls,
         folder: str | os.PathLike[str],
         *,
+        backend: str | None = None,
         encoder: Any = None,
         device: str | None = None,
         readonly: bool = False,
         lock_timeout: float = 60.0,
     ) -> Collection:
-        """Open an existing collection. The model loads on first need; `readonly` opens the database
-        read-only and never writes index files."""
+        """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
+        database). The model loads on first need; `readonly` never writes."""
+        if backend is not None:
+            from .postgres_store import PostgresStore
+
+            pg = PostgresStore(_postgres_url(backend), str(folder), readonly=readonly)
+            try:
+                pg.check_schema()
+                return cls(
+                    None, pg, encoder=encoder, device=device, readonly=readonly, lock_timeout=lock_timeout
+                )
+            except BaseException:
+                pg.close()
+                raise
         path = Path(folder)
         if not path.is_dir():
             raise CollectionError(f"{path}: no such collection folder")
@@ -243,7 +277,7 @@ class Collection:
 
     def close(self) -> None:
         """Save the HNSW graph if it moved on (writers only) and close the database."""
-        if not self.readonly and self.dense.kind == "hnsw" and self.dense.index is not None:
+        if self.folder is not None and not self.readonly and self.dense.kind == "hnsw":
             with self._write_lock():
                 self.dense.sync(self.store)
                 self.dense.save(self.folder)
@@ -259,12 +293,16 @@ class Collection:
     def _write_lock(self) -> Iterator[None]:
         """Hold the folder's writer lock (one writer at a time; readers never wait for it)."""
         if self.readonly:
-            raise CollectionError(f"{self.folder} was opened read-only")
+            raise CollectionError(f"{self.location} was opened read-only")
+        if self.folder is None:
+            with self.store.write_lock(self._lock_timeout):
+                yield
+            return
         try:
             self._lock.acquire()
         except Timeout:
             raise CollectionError(
-                f"{self.folder}: another process is writing (lock held longer than {self._lock.timeout} s)"
+                f"{self.location}: another process is writing (lock held longer than {self._lock.timeout} s)"
             ) from None
         try:
             yield
@@ -416,7 +454,7 @@ class Collection:
                 self.store.put_embeddings(model, to_encode, vectors)
             if replaced:
                 self.store.delete(replaced)
-            self.store.insert(rows)
+            self.store.insert(rows, model)
             self.store.update_metadata(meta_only)
         result.added += len(rows) - len(replaced)
         result.updated += len(replaced) + len(meta_only)
@@ -436,7 +474,7 @@ class Collection:
     def _maybe_save(self) -> None:
         """Save the HNSW graph when much has changed since the last save (close() always saves);
         a crash before that costs only a catch-up from the database on the next open."""
-        if self.dense.kind != "hnsw":
+        if self.folder is None or self.dense.kind != "hnsw":
             return
         changed = (self.dense.watermark.label - self.dense.saved.label) + (
             self.dense.watermark.deletion - self.dense.saved.deletion
@@ -445,7 +483,9 @@ class Collection:
             self.dense.save(self.folder)
 
     def flush(self) -> None:
-        """Save the HNSW graph now."""
+        """Save the HNSW graph now (PostgreSQL keeps its own index: nothing to do)."""
+        if self.folder is None:
+            return
         with self._write_lock():
             self.dense.sync(self.store)
             self.dense.save(self.folder)
@@ -473,8 +513,7 @@ class Collection:
         their stored vectors: what a 2-D map of the collection draws."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
-        where, params = compile_filter(filter) if filter is not None else ("1", [])
-        labels = self.store.labels_matching(where, params)
+        labels = self.store.labels_matching(*compile_filter(filter, dialect=self.store.dialect))
         if len(labels) > limit:
             labels = labels[np.linspace(0, len(labels) - 1, limit).round().astype(np.int64)]
         docs = self.store.documents(labels.tolist())
@@ -491,19 +530,21 @@ class Collection:
 
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)
+        if self.folder is None:
+            size = self.store.database_bytes()
+        else:
+            files = [self.folder / n for n in (DB_NAME, DB_NAME + "-wal")]
+            size = sum(f.stat().st_size for f in files if f.exists())
         return {
-            "folder": str(self.folder),
+            "folder": self.location,
+            "backend": "embedded" if self.folder is not None else "postgres",
             "documents": len(self),
             **{k: self.config[k] for k in ("model", "dim", "metric", "index", "query_prompt_name")},
             "document_prompt_name": self.config["document_prompt_name"],
             "lexical": self.config["lexical"],
             "hnsw": self.config["hnsw"],
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
-            "database_bytes": sum(
-                (self.folder / n).stat().st_size
-                for n in (DB_NAME, DB_NAME + "-wal")
-                if (self.folder / n).exists()
-            ),
+            "database_bytes": size,
         }
 
     def check(self) -> list[str]:
@@ -512,11 +553,8 @@ class Collection:
         problems = self.store.integrity_problems(self.config["model"])
         self.dense.sync(self.store)
         self.lexical.sync(self.store)
-        self.store.conn.execute("BEGIN")
-        try:
-            labels = self.store.labels_matching("1", [])
-        finally:
-            self.store.conn.execute("COMMIT")
+        with self.store.snapshot():
+            labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
         dense_ids = np.sort(self.dense.index.ids())
         if not np.array_equal(dense_ids, labels):
             missing = np.setdiff1d(labels, dense_ids)
@@ -567,14 +605,15 @@ class Collection:
         if k < 1 or candidates < 1:
             raise ValueError(f"k and candidates must be at least 1 (got {k}, {candidates})")
         pool = max(k, candidates) if (mode == "hybrid" or rerank is not None) else k
-        allowed = None
+        allowed = where = None
         if filter is not None:
-            where, params = compile_filter(filter)
-            allowed = self.store.labels_matching(where, params)
+            where = compile_filter(filter, dialect=self.store.dialect)
+            if self.folder is not None or mode != "dense":  # PostgreSQL filters dense search in SQL
+                allowed = self.store.labels_matching(*where)
         dense: list[list[tuple[int, float]]] = [[] for _ in queries]
         lexical: list[list[tuple[int, float]]] = [[] for _ in queries]
         if mode in ("dense", "hybrid"):
-            dense = self._dense_search(queries, pool, allowed, batch_size)
+            dense = self._dense_search(queries, pool, allowed, where, batch_size)
         if mode in ("lexical", "hybrid"):
             lexical = self._lexical_search(queries, pool, allowed)
         results: list[list[SearchHit]] = []
@@ -599,55 +638,22 @@ class Collection:
         return results[0] if single else results
 
     def _dense_search(
-        self, queries: list[str], k: int, allowed: np.ndarray | None, batch_size: int
+        self,
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None,
+        batch_size: int,
     ) -> list[list[tuple[int, float]]]:
         self.dense.sync(self.store)
-        index = self.dense.index
-        if len(index) == 0 or (allowed is not None and len(allowed) == 0):
+        if (allowed is not None and len(allowed) == 0) or len(self.dense.index) == 0:
             return [[] for _ in queries]
         vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
-        if allowed is None and not isinstance(index, ExactIndex) and k >= len(index) <= EXHAUSTIVE_LIMIT:
-            # Asked to rank everything: a graph walk may not reach every node, an exact pass does.
-            labels, scores = self._exact_subset(vectors, k, index.ids())
-        elif allowed is None:
-            labels, scores = index.search(vectors, k)
-        elif isinstance(index, ExactIndex):
-            labels, scores = index.search(vectors, k, allowed=allowed)
-        else:
-            labels, scores = self._filtered_ann(index, vectors, k, allowed)
+        labels, scores = self.dense.search(self.store, vectors, k, allowed, where)
         return [
             [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
             for row_l, row_s in zip(labels, scores, strict=True)
         ]
-
-    def _filtered_ann(
-        self, index: Any, vectors: np.ndarray, k: int, allowed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """HNSW cannot filter inside the graph walk here, so: a selective filter searches its few
-        documents exactly; a broad one over-fetches from the graph and drops what fails it, falling
-        back to exact search for any query left short."""
-        fraction = len(allowed) / max(len(index), 1)
-        if len(allowed) <= EXHAUSTIVE_LIMIT or fraction < 0.05:
-            return self._exact_subset(vectors, k, allowed)
-        fetch = min(len(index), math.ceil(2 * k / fraction))
-        labels, scores = index.search(vectors, fetch)
-        keep = np.isin(labels, allowed) & (labels >= 0)
-        out_l = np.full((len(vectors), k), -1, dtype=np.int64)
-        out_s = np.full((len(vectors), k), -np.inf, dtype=np.float32)
-        for i in range(len(vectors)):
-            row_l, row_s = labels[i][keep[i]][:k], scores[i][keep[i]][:k]
-            if len(row_l) < min(k, len(allowed)):
-                exact_l, exact_s = self._exact_subset(vectors[i : i + 1], k, allowed)
-                row_l, row_s = exact_l[0], exact_s[0]
-            out_l[i, : len(row_l)], out_s[i, : len(row_s)] = row_l, row_s
-        return out_l, out_s
-
-    def _exact_subset(
-        self, vectors: np.ndarray, k: int, allowed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        subset = ExactIndex(self.config["dim"], self.config["metric"])
-        subset.add(allowed, self.store.vectors_of(self.config["model"], self.config["dim"], allowed))
-        return subset.search(vectors, k)
 
     def _lexical_search(
         self, queries: list[str], k: int, allowed: np.ndarray | None
@@ -697,6 +703,14 @@ class Collection:
 
             self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
         return self._cross_encoders[key]
+
+
+def _postgres_url(backend: str) -> str:
+    from .postgres_store import is_postgres_url
+
+    if not is_postgres_url(backend):
+        raise ValueError(f"backend must be a postgresql:// URL, got {backend!r}")
+    return backend
 
 
 def _stage_scores(dense: float | None, lexical: float | None, fused: float) -> dict[str, float]:

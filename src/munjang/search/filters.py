@@ -1,4 +1,5 @@
-"""Metadata filters: a small Mongo-like query language compiled to an SQLite WHERE clause.
+"""Metadata filters: a small Mongo-like query language compiled to an SQL WHERE clause, for SQLite
+(the embedded collection) or PostgreSQL (jsonb, the postgres backend).
 
     {"lang": "ko"}                                  equality (AND over keys)
     {"year": {"$gte": 2015, "$lt": 2020}}           $eq $ne $gt $gte $lt $lte
@@ -8,15 +9,16 @@
     {"meta.author": "kim"}                          dotted keys reach into nested objects
 
 Keys are checked against a strict pattern and values are bound as SQL parameters, so a filter can
-never inject SQL. Comparisons follow SQLite's JSON semantics: true/false compare as 1/0, a missing
-key matches only $ne/$nin/$not (as in MongoDB).
+never inject SQL. A missing key matches only $ne/$nin/$not (as in MongoDB). Comparisons follow the
+database's JSON semantics where they differ: in SQLite true/false compare as 1/0 and a string sorts
+above every number; in PostgreSQL $gt/$gte/$lt/$lte match only values of the query value's JSON type.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
@@ -74,7 +76,12 @@ def _condition(key: str, op: str, value: Any, column: str, params: list[Any]) ->
     return f"{extract} {_COMPARE[op]} ?"
 
 
-def _clause(spec: Mapping[str, Any], column: str, params: list[Any]) -> str:
+_Condition = Callable[[str, str, Any, str, list[Any]], str]
+
+
+def _clause(
+    spec: Mapping[str, Any], column: str, params: list[Any], condition: _Condition = _condition
+) -> str:
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be an object, got {spec!r}")
     parts: list[str] = []
@@ -82,27 +89,79 @@ def _clause(spec: Mapping[str, Any], column: str, params: list[Any]) -> str:
         if key in ("$and", "$or"):
             if not isinstance(value, (list, tuple)) or not value:
                 raise ValueError(f"{key} takes a non-empty list of filters, got {value!r}")
-            joined = f" {key[1:].upper()} ".join(_clause(v, column, params) for v in value)
+            joined = f" {key[1:].upper()} ".join(_clause(v, column, params, condition) for v in value)
             parts.append(f"({joined})")
         elif key == "$not":
-            parts.append(f"NOT ({_clause(value, column, params)})")
+            parts.append(f"NOT ({_clause(value, column, params, condition)})")
         elif key.startswith("$"):
             raise ValueError(f"unknown filter operator {key!r} at the top level; use $and, $or or $not")
         elif isinstance(value, Mapping):
             if not value:
                 raise ValueError(f"filter {key!r} has an empty operator object")
-            parts.extend(_condition(key, op, v, column, params) for op, v in value.items())
+            parts.extend(condition(key, op, v, column, params) for op, v in value.items())
         else:
-            parts.append(_condition(key, "$eq", value, column, params))
-    return "(" + " AND ".join(parts) + ")" if parts else "1"
+            parts.append(condition(key, "$eq", value, column, params))
+    return "(" + " AND ".join(parts) + ")" if parts else ("1" if condition is _condition else "TRUE")
 
 
-def compile_filter(spec: Mapping[str, Any] | None, column: str = "metadata") -> tuple[str, list[Any]]:
-    """SQL condition and its parameters for a filter over a JSON `column`; no filter matches all."""
+def compile_filter(
+    spec: Mapping[str, Any] | None, column: str = "metadata", dialect: str = "sqlite"
+) -> tuple[str, list[Any]]:
+    """SQL condition and its parameters for a filter over a JSON `column`; no filter matches all.
+    `dialect` "sqlite" binds with `?` over JSON text, "postgres" with `%s` over jsonb."""
+    if dialect not in ("sqlite", "postgres"):
+        raise ValueError(f"unknown SQL dialect {dialect!r}")
     params: list[Any] = []
     if spec is None:
-        return "1", params
-    return _clause(spec, column, params), params
+        return ("1" if dialect == "sqlite" else "TRUE"), params
+    condition = _pg_condition if dialect == "postgres" else _condition
+    return _clause(spec, column, params, condition), params
+
+
+def _pg_condition(key: str, op: str, value: Any, column: str, params: list[Any]) -> str:
+    """`_condition` for PostgreSQL: `column #> path` is the jsonb value (SQL NULL when missing)."""
+    _path(key)
+    path = key.split(".")
+    extract = f"({column} #> %s::text[])"
+    if op == "$exists":
+        if not isinstance(value, bool):
+            raise ValueError(f"filter {key!r} $exists takes true or false, got {value!r}")
+        params.append(path)
+        return f"{extract} IS {'NOT ' if value else ''}NULL"
+    if op in ("$in", "$nin"):
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ValueError(f"filter {key!r} {op} takes a non-empty list, got {value!r}")
+        values = [json.dumps(_pg_scalar(v, key, op)) for v in value]
+        params.append(path)
+        params.append(values)
+        if op == "$in":
+            return f"{extract} = ANY(%s::jsonb[])"
+        params.append(path)
+        return f"(NOT ({extract} = ANY(%s::jsonb[])) OR {extract} IS NULL)"
+    if op not in _COMPARE:
+        known = ", ".join([*_COMPARE, "$in", "$nin", "$exists"])
+        raise ValueError(f"unknown filter operator {op!r} on {key!r}; known: {known}")
+    value = _pg_scalar(value, key, op)
+    if value is None:
+        if op not in ("$eq", "$ne"):
+            raise ValueError(f"filter {key!r} {op} cannot compare with null")
+        params.extend([path, path])
+        missing = f"({extract} IS NULL OR {extract} = 'null'::jsonb)"
+        return f"NOT {missing}" if op == "$ne" else missing
+    params.extend([path, json.dumps(value)])
+    if op == "$eq":
+        return f"{extract} = %s::jsonb"
+    if op == "$ne":
+        params.append(path)
+        return f"({extract} != %s::jsonb OR {extract} IS NULL)"
+    params.extend([path, json.dumps(value)])
+    return f"({extract} {_COMPARE[op]} %s::jsonb AND jsonb_typeof({extract}) = jsonb_typeof(%s::jsonb))"
+
+
+def _pg_scalar(value: Any, key: str, op: str) -> Any:
+    if value is not None and not isinstance(value, _SCALARS):
+        raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
+    return value
 
 
 def parse_filter_args(args: list[str]) -> dict[str, Any] | None:

@@ -8,15 +8,19 @@ removes ignore absent labels, so applying a change twice is harmless: an index s
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from .exact import ExactIndex
 from .store import DocumentStore, Watermark
+
+# Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
+EXHAUSTIVE_LIMIT = 20_000
 
 
 class VectorIndex(Protocol):
@@ -31,8 +35,7 @@ class VectorIndex(Protocol):
 
 
 def _replay(store: DocumentStore, index: VectorIndex, model: str, dim: int, since: Watermark) -> Watermark:
-    store.conn.execute("BEGIN")
-    try:
+    with store.snapshot():
         now = store.watermark()
         if now.deletion > since.deletion:
             removed = store.deletions_after(since.deletion)
@@ -41,8 +44,6 @@ def _replay(store: DocumentStore, index: VectorIndex, model: str, dim: int, sinc
         if now.label > since.label:
             for labels, vectors in store.vectors_after(model, dim, since.label):
                 index.add(labels, vectors)
-    finally:
-        store.conn.execute("COMMIT")
     return now
 
 
@@ -105,6 +106,51 @@ class DenseIndex:
         self.watermark = _replay(store, self.index, self.model, self.dim, self.watermark)
         return True
 
+    def search(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (labels, scores) per query vector, among `allowed` labels when given (`where`, the
+        SQL form of the same filter, is for the PostgreSQL index and unused here)."""
+        index = self.index
+        if allowed is None and self.kind == "hnsw" and k >= len(index) <= EXHAUSTIVE_LIMIT:
+            # Asked to rank everything: a graph walk may not reach every node, an exact pass does.
+            return self._exact_subset(store, vectors, k, index.ids())
+        if allowed is None:
+            return cast(tuple[np.ndarray, np.ndarray], index.search(vectors, k))
+        if isinstance(index, ExactIndex):
+            return index.search(vectors, k, allowed=allowed)
+        return self._filtered_ann(store, vectors, k, allowed)
+
+    def _filtered_ann(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """HNSW cannot filter inside the graph walk here, so: a selective filter searches its few
+        documents exactly; a broad one over-fetches from the graph and drops what fails it, falling
+        back to exact search for any query left short."""
+        index = self.index
+        fraction = len(allowed) / max(len(index), 1)
+        if len(allowed) <= EXHAUSTIVE_LIMIT or fraction < 0.05:
+            return self._exact_subset(store, vectors, k, allowed)
+        fetch = min(len(index), math.ceil(2 * k / fraction))
+        labels, scores = index.search(vectors, fetch)
+        keep = np.isin(labels, allowed) & (labels >= 0)
+        out_l = np.full((len(vectors), k), -1, dtype=np.int64)
+        out_s = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+        for i in range(len(vectors)):
+            row_l, row_s = labels[i][keep[i]][:k], scores[i][keep[i]][:k]
+            if len(row_l) < min(k, len(allowed)):
+                exact_l, exact_s = self._exact_subset(store, vectors[i : i + 1], k, allowed)
+                row_l, row_s = exact_l[0], exact_s[0]
+            out_l[i, : len(row_l)], out_s[i, : len(row_s)] = row_l, row_s
+        return out_l, out_s
+
+    def _exact_subset(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        subset = ExactIndex(self.dim, self.metric)
+        subset.add(allowed, store.vectors_of(self.model, self.dim, allowed))
+        return subset.search(vectors, k)
+
     def save(self, folder: Path) -> None:
         """Write the HNSW graph under a name that records its watermark, then drop older files.
 
@@ -143,12 +189,9 @@ class LexicalIndex:
             return False
         from .lexical import BM25Index
 
-        store.conn.execute("BEGIN")
-        try:
+        with store.snapshot():
             now = store.watermark()
             labels, tokens = store.tokens()
-        finally:
-            store.conn.execute("COMMIT")
         bm25 = BM25Index(**self.config)
         if tokens:
             bm25.index_tokens(tokens)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,8 @@ class NewRow:
 class DocumentStore:
     """Thin, typed access to the collection database. One connection per store object."""
 
+    dialect = "sqlite"
+
     def __init__(self, path: Path, create: bool = False, readonly: bool = False) -> None:
         self.path = path
         if not create and not path.is_file():
@@ -141,6 +144,15 @@ class DocumentStore:
         return _Transaction(self.conn)
 
     # -- reads ---------------------------------------------------------------------------------------
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one consistent state of the database (one read transaction)."""
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
 
@@ -273,7 +285,9 @@ class DocumentStore:
             [(model, h, data[i].tobytes()) for i, h in enumerate(hashes)],
         )
 
-    def insert(self, rows: Sequence[NewRow]) -> None:
+    def insert(self, rows: Sequence[NewRow], model: str = "") -> None:
+        """New documents (their vectors are joined from the embedding cache when read, so `model`
+        is not needed here; the PostgreSQL store copies the vector into the row)."""
         self.conn.executemany(
             "INSERT INTO documents (id, text, metadata, text_hash, tokens) VALUES (?, ?, ?, ?, ?)",
             [(r.id, r.text, r.metadata, r.text_hash, r.tokens) for r in rows],

@@ -1,0 +1,33 @@
+"""Where a test collection lives: a folder (the embedded backend) or a schema in PostgreSQL. The
+collection tests run once per backend with the same assertions."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from munjang.search.collection import Collection
+
+_counter = itertools.count()
+
+
+@dataclass
+class Backend:
+    kind: str  # "embedded" or "postgres"
+    tmp_path: Path
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        self.prefix = f"t{os.getpid()}_{next(_counter)}"
+
+    def location(self, name: str) -> Any:
+        return self.tmp_path / name if self.url is None else f"{self.prefix}_{name}"
+
+    def create(self, name: str, **kwargs: Any) -> Collection:
+        return Collection.create(self.location(name), backend=self.url, **kwargs)
+
+    def open(self, name: str, **kwargs: Any) -> Collection:
+        return Collection.open(self.location(name), backend=self.url, **kwargs)
