@@ -1,7 +1,7 @@
-"""Train a tiny model with CosineSimilarityLoss; run under torchrun for DDP or plainly for one process.
+"""Train a tiny model with CosineSimilarityLoss (or MNRL on triplets); under torchrun for DDP, or plainly.
 
-torchrun --nproc_per_node 2 tests/ddp_worker.py MODEL OUT --batch-size 4
-python tests/ddp_worker.py MODEL OUT --batch-size 8
+torchrun --nproc_per_node 2 tests/ddp_worker.py MODEL OUT --batch-size 4 [--loss mnrl [--no-gather]]
+python tests/ddp_worker.py MODEL OUT --batch-size 8 [--loss mnrl]
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from munjang.losses import CosineSimilarityLoss
-from munjang.training import Trainer, TrainingArguments
+from munjang.losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
+from munjang.training import Example, Trainer, TrainingArguments
 from training_helpers import pair_examples
 
 
@@ -23,6 +23,9 @@ def main() -> None:
     parser.add_argument("model")
     parser.add_argument("out")
     parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--loss", choices=["cosine", "mnrl"], default="cosine")
+    parser.add_argument("--examples", type=int, default=48)
+    parser.add_argument("--no-gather", action="store_true", help="MNRL: each process keeps its own negatives")
     args = parser.parse_args()
     encoder = munjang.load_encoder(args.model, device="cpu")
     training = TrainingArguments(
@@ -34,7 +37,17 @@ def main() -> None:
         show_progress_bar=False,
         seed=3,
     )
-    Trainer(encoder, CosineSimilarityLoss(encoder), pair_examples(48), args=training).train()
+    pairs = pair_examples(args.examples)
+    if args.loss == "cosine":
+        Trainer(encoder, CosineSimilarityLoss(encoder), pairs, args=training).train()
+        return
+    # (anchor, positive, hard negative): the next pair's second text is the negative
+    triplets = [
+        Example((ex.texts[0], ex.texts[1], pairs[(i + 1) % len(pairs)].texts[1]))
+        for i, ex in enumerate(pairs)
+    ]
+    loss = MultipleNegativesRankingLoss(encoder, gather_across_devices=not args.no_gather)
+    Trainer(encoder, loss, triplets, args=training).train()
 
 
 if __name__ == "__main__":
