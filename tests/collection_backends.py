@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from munjang.search.collection import Collection
 
@@ -31,3 +32,14 @@ class Backend:
 
     def open(self, name: str, **kwargs: Any) -> Collection:
         return Collection.open(self.location(name), backend=self.url, **kwargs)
+
+
+def fresh_database(url: str) -> str:
+    """A new, empty database on the server at `url` (for tests that list every collection)."""
+    import psycopg
+
+    name = f"db_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cli_helpers import run_cli
+from collection_backends import Backend
 from munjang.data import save_beir, sts_retrieval_set
 
 DOCS = [
@@ -21,22 +24,30 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_index_lifecycle(tmp_path: Path, capsys, monkeypatch) -> None:
-    folder = str(tmp_path / "col")
+@pytest.fixture(params=["embedded", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    """The collection argument: a folder, or a name and `--backend URL` (PostgreSQL + pgvector)."""
+    if request.param == "embedded":
+        return [str(tmp_path / "col")]
+    url = request.getfixturevalue("postgres_url")
+    return [str(Backend("postgres", tmp_path, url).location("col")), "--backend", url]
+
+
+def test_index_lifecycle(where: list[str], tmp_path: Path, capsys, monkeypatch) -> None:
     docs = _jsonl(tmp_path / "docs.jsonl", DOCS)
-    code, out, _ = run_cli(["index", "create", folder, "--index", "hnsw"], capsys, monkeypatch)
+    code, out, _ = run_cli(["index", "create", *where, "--index", "hnsw"], capsys, monkeypatch)
     assert code == 0 and "384-d" in out and "hnsw" in out
-    code, out, _ = run_cli(["index", "add", folder, str(docs)], capsys, monkeypatch)
+    code, out, _ = run_cli(["index", "add", *where, str(docs)], capsys, monkeypatch)
     assert code == 0 and "added 4" in out and "encoded 4" in out
-    code, _, err = run_cli(["index", "add", folder, str(docs)], capsys, monkeypatch)
+    code, _, err = run_cli(["index", "add", *where, str(docs)], capsys, monkeypatch)
     assert code == 2 and "4 ids already in the collection" in err and "--skip-existing" in err
-    code, out, _ = run_cli(["index", "add", folder, str(docs), "--skip-existing"], capsys, monkeypatch)
+    code, out, _ = run_cli(["index", "add", *where, str(docs), "--skip-existing"], capsys, monkeypatch)
     assert code == 0 and "skipped 4" in out
     code, out, _ = run_cli(
         [
             "index",
             "search",
-            folder,
+            *where,
             "-q",
             "주가 하락",
             "-k",
@@ -55,14 +66,14 @@ def test_index_lifecycle(tmp_path: Path, capsys, monkeypatch) -> None:
     assert {r["metadata"]["lang"] for r in result["results"]} == {"ko"}
     assert {"dense", "lexical", "fused"} <= set(result["results"][0]["scores"])
     code, out, _ = run_cli(
-        ["index", "search", folder, "-q", "guitar", "--filter", '{"year": {"$lt": 2020}}'],
+        ["index", "search", *where, "-q", "guitar", "--filter", '{"year": {"$lt": 2020}}'],
         capsys,
         monkeypatch,
     )
     assert code == 0 and "[c]" in out and "[a]" not in out
-    code, out, _ = run_cli(["index", "delete", folder, "c", "zzz"], capsys, monkeypatch)
+    code, out, _ = run_cli(["index", "delete", *where, "c", "zzz"], capsys, monkeypatch)
     assert code == 0 and "deleted 1 (1 ids were not in the collection); 3 documents left" in out
-    code, out, _ = run_cli(["index", "info", folder, "--check", "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(["index", "info", *where, "--check", "--json"], capsys, monkeypatch)
     info = json.loads(out)
     assert code == 0 and info["documents"] == 3 and info["problems"] == [] and info["index"] == "hnsw"
 
@@ -70,6 +81,11 @@ def test_index_lifecycle(tmp_path: Path, capsys, monkeypatch) -> None:
 def test_index_errors_are_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
     code, _, err = run_cli(["index", "search", str(tmp_path / "none"), "-q", "x"], capsys, monkeypatch)
     assert code == 2 and "no such collection folder" in err
+    nowhere = f"postgresql://munjang:secret@/nodb?host={tmp_path}/no-socket"
+    code, _, err = run_cli(["index", "info", "col", "--backend", nowhere], capsys, monkeypatch)
+    assert code == 2 and "cannot connect to" in err and "secret" not in err
+    code, _, err = run_cli(["index", "info", "col", "--backend", "mysql://x"], capsys, monkeypatch)
+    assert code == 2 and "postgresql:// URL" in err
     folder = str(tmp_path / "col")
     assert run_cli(["index", "create", folder], capsys, monkeypatch)[0] == 0
     bad = tmp_path / "bad.jsonl"

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collection_backends import Backend
 from munjang import load_cross_encoder
 from munjang.search.collection import Collection
 from munjang.search.exact import top_k_exact
 from munjang.search.store import CollectionError
-from collection_backends import Backend
 from training_helpers import tiny_bert
 
 DOCS = {

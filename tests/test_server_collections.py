@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from collection_backends import fresh_database
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
 
@@ -18,15 +19,23 @@ DOCS = [
 ]
 
 
-@pytest.fixture()
-def served(encoder, tmp_path):
-    app = create_app(ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path))
-    with TestClient(app) as client:
-        yield client, tmp_path
+@pytest.fixture(params=["embedded", "postgres"])
+def served(encoder, tmp_path, request):
+    """A server that creates collections in a folder, or in a PostgreSQL database of its own, and a
+    function that opens one of them directly."""
+    if request.param == "embedded":
+        settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+        opener = lambda name: Collection.open(tmp_path / name, encoder=encoder)  # noqa: E731
+    else:
+        db = fresh_database(request.getfixturevalue("postgres_url"))
+        settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_db=db)
+        opener = lambda name: Collection.open(name, backend=db, encoder=encoder)  # noqa: E731
+    with TestClient(create_app(settings)) as client:
+        yield client, opener
 
 
 def test_create_add_search_delete_and_reopen(served, encoder):
-    client, folder = served
+    client, opener = served
     created = client.post("/v1/collections", json={"name": "news"}, headers=KEY)
     assert created.status_code == 201, created.text
     assert created.json()["documents"] == 0
@@ -56,7 +65,7 @@ def test_create_add_search_delete_and_reopen(served, encoder):
     listed = client.get("/v1/collections", headers=KEY).json()["data"]
     assert [c["name"] for c in listed] == ["news"]
     client.close()
-    reopened = Collection.open(folder / "news", encoder=encoder)
+    reopened = opener("news")
     try:
         assert sorted(reopened.ids()) == ["d1", "d2", "d3"]
     finally:

@@ -11,22 +11,37 @@ import typer
 from .cli_options import BatchOption, DeviceOption, FieldOption, FormatOption, JsonLinesOption, ModelOption
 
 index_app = typer.Typer(
-    help="Persistent search collections: documents, metadata, dense + BM25 indexes in one folder.",
+    help="Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
+    "or in PostgreSQL + pgvector with --backend.",
     no_args_is_help=True,
 )
 
-FolderArgument = Annotated[Path, typer.Argument(help="The collection folder.")]
+FolderArgument = Annotated[
+    Path, typer.Argument(help="The collection folder (with --backend: the collection's name).")
+]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="MUNJANG_BACKEND",
+        help="Keep the collection in PostgreSQL + pgvector at this postgresql:// URL instead of a folder.",
+    ),
+]
 
 
-def _open(folder: Path, device: str | None = None, readonly: bool = False) -> Any:
+def _open(folder: Path, backend: str | None, device: str | None = None, readonly: bool = False) -> Any:
     from .search.collection import Collection
 
-    return Collection.open(folder, device=device, readonly=readonly)
+    return Collection.open(_where(folder, backend), backend=backend, device=device, readonly=readonly)
+
+
+def _where(folder: Path, backend: str | None) -> Any:
+    return folder if backend is None else str(folder)
 
 
 @index_app.command("create")
 def create(
     folder: FolderArgument,
+    backend: BackendOption = None,
     model: ModelOption = None,
     index: Annotated[str, typer.Option(help="Dense index: exact (brute force) or hnsw.")] = "exact",
     metric: Annotated[str, typer.Option(help="cosine or dot.")] = "cosine",
@@ -48,8 +63,9 @@ def create(
         else None
     )
     col = Collection.create(
-        folder,
+        _where(folder, backend),
         model,
+        backend=backend,
         index=index,
         metric=metric,
         tokenizer=tokenizer,
@@ -60,7 +76,8 @@ def create(
     info = col.info()
     col.close()
     typer.echo(
-        f"created {folder}: {info['model']} ({info['dim']}-d, {info['metric']}, {info['index']} index)"
+        f"created {info['folder']}: {info['model']} "
+        f"({info['dim']}-d, {info['metric']}, {info['index']} index)"
     )
 
 
@@ -68,6 +85,7 @@ def create(
 def add(
     folder: FolderArgument,
     documents: Annotated[Path, typer.Argument(help="Documents: .txt (one per line), .jsonl, .csv or .tsv.")],
+    backend: BackendOption = None,
     field: FieldOption = "text",
     id_field: Annotated[
         str, typer.Option(help="Id field / column; records without one get FILE:LINE as their id.")
@@ -91,7 +109,7 @@ def add(
         raise ValueError(f"{documents}: no documents")
     ids = [r.id if r.id is not None else f"{documents.name}:{r.line}" for r in records]
     conflict = "upsert" if upsert else "skip" if skip_existing else "error"
-    with _open(folder, device) as col:
+    with _open(folder, backend, device) as col:
         result = col.add(
             ids,
             [r.text for r in records],
@@ -104,7 +122,7 @@ def add(
         total = len(col)
     typer.echo(
         f"added {result.added}, updated {result.updated}, skipped {result.skipped} "
-        f"(encoded {result.encoded}, the rest from the cache); {total} documents in {folder}"
+        f"(encoded {result.encoded}, the rest from the cache); {total} documents in {col.location}"
     )
 
 
@@ -121,6 +139,7 @@ def _weights(text: str | None) -> list[float] | None:
 def search(
     folder: FolderArgument,
     query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    backend: BackendOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
     mode: Annotated[str, typer.Option(help="dense, lexical (BM25) or hybrid.")] = "dense",
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Same as --mode hybrid.")] = False,
@@ -142,7 +161,7 @@ def search(
     from .search.filters import parse_filter_args
 
     spec = parse_filter_args(filters or [])
-    with _open(folder, device, readonly=True) as col:
+    with _open(folder, backend, device, readonly=True) as col:
         results = col.search(
             list(query),
             k=top_k,
@@ -175,9 +194,10 @@ def search(
 def delete(
     folder: FolderArgument,
     ids: Annotated[list[str], typer.Argument(help="Ids of the documents to delete.")],
+    backend: BackendOption = None,
 ) -> None:
     """Delete documents by id (unknown ids are reported, not an error)."""
-    with _open(folder) as col:
+    with _open(folder, backend) as col:
         removed = col.delete(ids)
         total = len(col)
     missing = len(set(ids)) - removed
@@ -188,11 +208,12 @@ def delete(
 @index_app.command("info")
 def info(
     folder: FolderArgument,
+    backend: BackendOption = None,
     check: Annotated[bool, typer.Option("--check", help="Also verify database and indexes.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Model, sizes and index settings of a collection; --check verifies its integrity."""
-    with _open(folder, readonly=True) as col:
+    with _open(folder, backend, readonly=True) as col:
         described = col.info()
         if check:
             described["problems"] = col.check()

@@ -74,6 +74,24 @@ def _connect(url: str) -> Any:
     return conn
 
 
+def list_collections(url: str) -> list[str]:
+    """Names of the munjang collections in the database at `url`."""
+    conn = _connect(url)
+    try:
+        rows = conn.execute(
+            "SELECT substr(schema_name, 9) FROM information_schema.schemata "
+            "WHERE schema_name LIKE 'munjang\\_%' ORDER BY schema_name"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def is_database_error(error: BaseException) -> bool:
+    """True for an error raised by psycopg (the server refused, failed or went away)."""
+    return type(error).__module__.partition(".")[0] == "psycopg"
+
+
 class PostgresStore:
     """`DocumentStore` over one collection schema in PostgreSQL (see the module docstring)."""
 
@@ -277,7 +295,7 @@ class PostgresStore:
             ([int(x) for x in labels],),
         ).fetchall()
         for label, vector in rows:
-            out[position[int(label)]] = vector
+            out[position[int(label)]] = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
         return out
 
     def tokens_by_id(self, ids: Sequence[str]) -> dict[str, list[str]]:

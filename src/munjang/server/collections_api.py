@@ -4,7 +4,8 @@ Each served collection lives on its own worker thread (SQLite connections belong
 opened them), so its operations run one at a time, off the event loop. Routes:
 
     GET  /v1/collections                     the served collections and their info
-    POST /v1/collections                     {"name", "model"?, "index"?: exact|hnsw} (a collections dir)
+    POST /v1/collections                     {"name", "model"?, "index"?: exact|hnsw} (a collections
+                                              dir or database)
     GET  /v1/collections/{name}              info
     POST /v1/collections/{name}/documents    {"documents": [{"id", "text", "metadata"?}], "on_conflict"?}
     POST /v1/collections/{name}/delete       {"ids": [...]}
@@ -20,13 +21,14 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from ..applications.projection import project_2d, umap_available
 from ..search.collection import Collection
+from ..search.postgres_store import is_database_error, list_collections
 from ..search.store import CollectionError
 from .errors import APIError
 from .settings import ServerSettings
@@ -52,6 +54,10 @@ class ServedCollection:
             return await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
+        except Exception as e:
+            if is_database_error(e):
+                raise APIError(503, f"the collection's database failed: {str(e).strip()}") from e
+            raise
 
     def close(self) -> None:
         self._pool.submit(self.collection.close).result()
@@ -110,11 +116,15 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
         for folder in sorted(Path(settings.collections_dir).iterdir()):
             if (folder / "collection.db").exists():
                 paths.setdefault(folder.name, folder)
-    return {name: ServedCollection(_opener(path)) for name, path in paths.items()}
+    served = {name: ServedCollection(_opener(path)) for name, path in paths.items()}
+    if settings.collections_db is not None:
+        for name in list_collections(settings.collections_db):
+            served.setdefault(name, ServedCollection(_opener(name, settings.collections_db)))
+    return served
 
 
-def _opener(path: Path) -> Callable[[], Collection]:
-    return lambda: Collection.open(path)
+def _opener(path: Path | str, backend: str | None = None) -> Callable[[], Collection]:
+    return lambda: Collection.open(path, backend=backend)
 
 
 def add_collection_routes(
@@ -142,8 +152,12 @@ def add_collection_routes(
     async def create_collection(request: Request) -> dict[str, Any]:
         """A new, empty collection in the server's collections folder, embedded by a served model."""
         parsed = parse(CreateRequest, await read_body(request, settings.max_body_bytes))
-        if settings.collections_dir is None:
-            raise APIError(400, "this server has no collections folder (start it with --collections-dir)")
+        if settings.collections_dir is None and settings.collections_db is None:
+            raise APIError(
+                400,
+                "this server has no place for new collections "
+                "(start it with --collections-dir or --collections-db)",
+            )
         if not NAME.match(parsed.name):
             raise APIError(400, "'name' must be 1-64 letters, digits, '_', '-' or '.'", "name")
         if parsed.name in served:
@@ -152,10 +166,15 @@ def add_collection_routes(
         encoder = settings.models.get(model_name)
         if encoder is None:
             raise APIError(404, f"model {model_name!r} is not served here", "model")
-        folder = Path(settings.collections_dir) / parsed.name
         source = encoder.model_folder or model_name
+        db = settings.collections_db
 
         def create() -> Collection:
+            if db is not None:
+                return Collection.create(
+                    parsed.name, str(source), backend=db, encoder=encoder, index=parsed.index
+                )
+            folder = Path(cast(Path, settings.collections_dir)) / parsed.name
             return Collection.create(folder, str(source), encoder=encoder, index=parsed.index)
 
         try:

@@ -15,7 +15,9 @@ class ServerSettings:
 
     `rerankers`: cross-encoders served by /v1/rerank (the first is the default).
     `collection_paths` (name -> folder) and every collection inside `collections_dir` are served
-    under /v1/collections; new collections are created in `collections_dir`.
+    under /v1/collections; new collections are created in `collections_dir`. With `collections_db`
+    (a postgresql:// URL) every collection in that PostgreSQL database is served too, and new ones
+    are created there.
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
@@ -30,6 +32,7 @@ class ServerSettings:
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
     collections_dir: Path | None = None
+    collections_db: str | None = None
     api_key: str | None = None
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000
