@@ -2,8 +2,8 @@
 
 pgvector filters after the graph walk: a `WHERE` clause drops rows from the `ef_search` candidates
 the index returns, so a selective filter can leave fewer than k. Each query that comes back short of
-min(k, matching documents) is run again exactly (index scans off: a sequential scan and sort), the
-same rule the embedded HNSW collection follows. Scores are larger-is-better, as everywhere in
+min(k, matching documents) is run again exactly (ordered by an expression the index cannot serve,
+so PostgreSQL scans and sorts), the same rule the embedded HNSW collection follows. Scores are larger-is-better, as everywhere in
 munjang: cosine similarity (1 - `<=>`) or the dot product (- `<#>`).
 """
 
@@ -83,15 +83,16 @@ class PostgresDense:
         self, vector: np.ndarray, k: int, condition: str, params: list[Any], exact: bool
     ) -> list[tuple[int, float]]:
         op = OPERATOR[self.metric]
+        # Ordering by an expression the index cannot serve ("+ 0") makes PostgreSQL scan and sort:
+        # exact whatever the planner settings or a cached plan of the indexed query say.
+        order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
         sql = (
             f"SELECT label, embedding {op} %s FROM {self.store.t('documents')} "
-            f"WHERE {condition} ORDER BY embedding {op} %s LIMIT %s"
+            f"WHERE {condition} ORDER BY {order} LIMIT %s"
         )
         conn = self.store.conn
         with conn.transaction():
-            if exact:
-                conn.execute("SET LOCAL enable_indexscan = off")
-            else:
+            if not exact:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(self.ef_search, k), MAX_EF_SEARCH)}")
             rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
         return [(int(label), float(distance)) for label, distance in rows]
