@@ -69,13 +69,27 @@ def _atomic_write(target: Path, write: Any) -> None:
 
 @app.command()
 def encode(
-    input: Annotated[Path, typer.Argument(help="Sentences: .txt (one per line), .jsonl, .csv or .tsv.")],
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Sentences: .txt (one per line), .jsonl, .csv or .tsv; with --ray also .parquet, "
+            "several files, folders and glob patterns.",
+            show_default=False,
+        ),
+    ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help=".npy (matrix) or .jsonl (text + vector per line).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help=".npy (matrix) or .jsonl (text + vector per line); with --ray a folder of parquet shards.",
+        ),
     ] = None,
     model: ModelOption = None,
     field: FieldOption = "text",
-    input_format: FormatOption = "auto",
+    input_format: Annotated[
+        str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv; with --ray also parquet.")
+    ] = "auto",
     batch_size: Annotated[
         int | None, typer.Option("--batch-size", "-b", min=1, help="Rows per batch (default: token budget).")
     ] = None,
@@ -91,11 +105,67 @@ def encode(
     processes: Annotated[
         int | None, typer.Option(min=1, help="Encode in N worker processes (each with --threads threads).")
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing output file (with --ray: start the folder over)."),
+    ] = False,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray", help="Encode on Ray into resumable parquet shards (a local Ray unless --ray-address)."
+        ),
+    ] = False,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Join this Ray cluster (implies --ray; default $RAY_ADDRESS or local).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Ray actors, one model each (default: 1 per GPU, else 2).")
+    ] = None,
+    shard_size: Annotated[int, typer.Option(min=1, help="Rows per parquet shard (with --ray).")] = 10_000,
+    id_field: Annotated[
+        str, typer.Option(help="Id field or column (with --ray; default <file>:<line>).")
+    ] = "id",
 ) -> None:
-    """Encode a file of sentences into vectors (`--precision auto`: bf16 where the hardware runs it fast)."""
+    """Encode sentences into vectors (`--precision auto`: bf16 where the hardware runs it fast).
+
+    With --ray: many files into parquet shards with ids on a Ray actor pool; a rerun finishes what an
+    interrupted one left.
+    """
     from .data import read_texts
 
+    if ray or ray_address is not None:
+        if processes:
+            raise ValueError("--processes does not apply with --ray: use --workers and --threads")
+        if output is None:
+            raise ValueError("--ray writes a folder of parquet shards: name it with --output/-o")
+        _encode_with_ray(
+            inputs,
+            output,
+            model=model,
+            workers=workers,
+            threads=threads,
+            device=device,
+            shard_size=shard_size,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            text_field=field,
+            id_field=id_field,
+            format=input_format,
+            prompt_name=prompt_name,
+            prompt=prompt,
+            normalize_embeddings=normalize,
+            truncate_dim=truncate_dim,
+            backend=backend,
+            precision=precision,
+            address=ray_address,
+            overwrite=force,
+        )
+        return
+    if workers is not None:
+        raise ValueError("--workers needs --ray (for processes on this machine use --processes)")
+    if len(inputs) != 1:
+        raise ValueError(f"{len(inputs)} inputs given: encoding several files needs --ray")
+    input = inputs[0]
     target = output or input.with_suffix(".npy")
     if target.suffix not in (".npy", ".jsonl"):
         raise ValueError(f"output {target}: use a .npy or .jsonl file name")
@@ -142,6 +212,20 @@ def encode(
     _atomic_write(target, write)
     rate = len(texts) / seconds if seconds > 0 else float("inf")
     typer.echo(f"wrote {target}: {vectors.shape[0]} x {vectors.shape[1]} ({rate:.0f} sentences/s)")
+
+
+def _encode_with_ray(inputs: list[Path], output: Path, **options: Any) -> None:
+    """`munjang encode --ray`: shards written and skipped as they go, then one summary line."""
+    from .distributed import encode_with_ray
+
+    if output.suffix in (".npy", ".jsonl"):
+        raise ValueError(f"--output {output}: with --ray it names a folder of parquet shards, not a file")
+    summary = encode_with_ray(inputs, output, progress=typer.echo, **options)
+    typer.echo(
+        f"wrote {output}: {summary['total_rows']:,} x {summary['dim']} in {summary['shards']} shard(s), "
+        f"{summary['shards_encoded']} encoded and {summary['shards_skipped']} already there "
+        f"({summary['sentences_per_second']:.0f} sentences/s)"
+    )
 
 
 @app.command()
