@@ -34,24 +34,46 @@ def _path(key: str) -> str:
     return "$." + ".".join(f'"{part}"' for part in key.split("."))
 
 
-def _scalar(value: Any, key: str, op: str) -> Any:
-    if value is not None and not isinstance(value, _SCALARS):
-        raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
-    return int(value) if isinstance(value, bool) else value
-
-
-def _condition(key: str, op: str, value: Any, column: str, params: list[Any]) -> str:
-    path = _path(key)
-    extract = f"json_extract({column}, ?)"
+def _checked(key: str, op: str, value: Any) -> Any:
+    """Check one condition, for both dialects: its value (a list for $in / $nin), or ValueError
+    naming the key and operator."""
+    _path(key)
     if op == "$exists":
         if not isinstance(value, bool):
             raise ValueError(f"filter {key!r} $exists takes true or false, got {value!r}")
-        params.append(path)
-        return f"json_type({column}, ?) IS {'NOT ' if value else ''}NULL"
+        return value
     if op in ("$in", "$nin"):
         if not isinstance(value, (list, tuple)) or not value:
             raise ValueError(f"filter {key!r} {op} takes a non-empty list, got {value!r}")
-        values = [_scalar(v, key, op) for v in value]
+        return [_scalar(v, key, op) for v in value]
+    if op not in _COMPARE:
+        known = ", ".join([*_COMPARE, "$in", "$nin", "$exists"])
+        raise ValueError(f"unknown filter operator {op!r} on {key!r}; known: {known}")
+    value = _scalar(value, key, op)
+    if value is None and op not in ("$eq", "$ne"):
+        raise ValueError(f"filter {key!r} {op} cannot compare with null")
+    return value
+
+
+def _scalar(value: Any, key: str, op: str) -> Any:
+    if value is not None and not isinstance(value, _SCALARS):
+        raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
+    return value
+
+
+def _sqlite_value(value: Any) -> Any:
+    return int(value) if isinstance(value, bool) else value  # SQLite's JSON true/false read as 1/0
+
+
+def _condition(key: str, op: str, value: Any, column: str, params: list[Any]) -> str:
+    value = _checked(key, op, value)
+    path = _path(key)
+    extract = f"json_extract({column}, ?)"
+    if op == "$exists":
+        params.append(path)
+        return f"json_type({column}, ?) IS {'NOT ' if value else ''}NULL"
+    if op in ("$in", "$nin"):
+        values = [_sqlite_value(v) for v in value]
         params.append(path)
         params.extend(values)
         marks = ", ".join("?" * len(values))
@@ -59,17 +81,11 @@ def _condition(key: str, op: str, value: Any, column: str, params: list[Any]) ->
             return f"{extract} IN ({marks})"
         params.append(path)
         return f"({extract} NOT IN ({marks}) OR json_type({column}, ?) IS NULL)"
-    if op not in _COMPARE:
-        known = ", ".join([*_COMPARE, "$in", "$nin", "$exists"])
-        raise ValueError(f"unknown filter operator {op!r} on {key!r}; known: {known}")
-    value = _scalar(value, key, op)
     if value is None:
-        if op not in ("$eq", "$ne"):
-            raise ValueError(f"filter {key!r} {op} cannot compare with null")
         params.append(path)
         return f"{extract} IS {'NOT ' if op == '$ne' else ''}NULL"
     params.append(path)
-    params.append(value)
+    params.append(_sqlite_value(value))
     if op == "$ne":
         params.append(path)
         return f"({extract} != ? OR json_type({column}, ?) IS NULL)"
@@ -120,31 +136,19 @@ def compile_filter(
 
 def _pg_condition(key: str, op: str, value: Any, column: str, params: list[Any]) -> str:
     """`_condition` for PostgreSQL: `column #> path` is the jsonb value (SQL NULL when missing)."""
-    _path(key)
+    value = _checked(key, op, value)
     path = key.split(".")
     extract = f"({column} #> %s::text[])"
     if op == "$exists":
-        if not isinstance(value, bool):
-            raise ValueError(f"filter {key!r} $exists takes true or false, got {value!r}")
         params.append(path)
         return f"{extract} IS {'NOT ' if value else ''}NULL"
     if op in ("$in", "$nin"):
-        if not isinstance(value, (list, tuple)) or not value:
-            raise ValueError(f"filter {key!r} {op} takes a non-empty list, got {value!r}")
-        values = [json.dumps(_pg_scalar(v, key, op)) for v in value]
-        params.append(path)
-        params.append(values)
+        params.extend([path, [json.dumps(v) for v in value]])
         if op == "$in":
             return f"{extract} = ANY(%s::jsonb[])"
         params.append(path)
         return f"(NOT ({extract} = ANY(%s::jsonb[])) OR {extract} IS NULL)"
-    if op not in _COMPARE:
-        known = ", ".join([*_COMPARE, "$in", "$nin", "$exists"])
-        raise ValueError(f"unknown filter operator {op!r} on {key!r}; known: {known}")
-    value = _pg_scalar(value, key, op)
     if value is None:
-        if op not in ("$eq", "$ne"):
-            raise ValueError(f"filter {key!r} {op} cannot compare with null")
         params.extend([path, path])
         missing = f"({extract} IS NULL OR {extract} = 'null'::jsonb)"
         return f"NOT {missing}" if op == "$ne" else missing
@@ -156,12 +160,6 @@ def _pg_condition(key: str, op: str, value: Any, column: str, params: list[Any])
         return f"({extract} != %s::jsonb OR {extract} IS NULL)"
     params.extend([path, json.dumps(value)])
     return f"({extract} {_COMPARE[op]} %s::jsonb AND jsonb_typeof({extract}) = jsonb_typeof(%s::jsonb))"
-
-
-def _pg_scalar(value: Any, key: str, op: str) -> Any:
-    if value is not None and not isinstance(value, _SCALARS):
-        raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
-    return value
 
 
 def parse_filter_args(args: list[str]) -> dict[str, Any] | None:
