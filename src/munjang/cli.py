@@ -607,6 +607,14 @@ def serve(
     collections_dir: Annotated[
         Path | None, typer.Option(help="Serve every collection in this folder and create new ones there.")
     ] = None,
+    collections_db: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MUNJANG_COLLECTIONS_DB",
+            help="Serve every collection in this PostgreSQL + pgvector database (a postgresql:// URL) "
+            "and create new ones there.",
+        ),
+    ] = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request.")] = True,
     demo: Annotated[
         bool,
@@ -655,6 +663,7 @@ def serve(
         rerankers=rerankers,
         collection_paths=collection_paths,
         collections_dir=collections_dir,
+        collections_db=collections_db,
         api_key=api_key,
         max_inputs_per_request=max_inputs,
         host=host,
@@ -684,6 +693,13 @@ def main() -> None:
         if os.environ.get("MUNJANG_DEBUG"):
             raise
         typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except Exception as e:  # a PostgreSQL collection's server refused or went away
+        from .search.postgres_store import is_database_error
+
+        if not is_database_error(e) or os.environ.get("MUNJANG_DEBUG"):
+            raise
+        typer.echo(f"error: PostgreSQL: {str(e).strip()}", err=True)
         sys.exit(2)
 
 
