@@ -3,8 +3,8 @@
 pgvector filters after the graph walk: a `WHERE` clause drops rows from the `ef_search` candidates
 the index returns, so a selective filter can leave fewer than k. Each query that comes back short of
 min(k, matching documents) is run again exactly (ordered by an expression the index cannot serve,
-so PostgreSQL scans and sorts), the same rule the embedded HNSW collection follows. Scores are larger-is-better, as everywhere in
-munjang: cosine similarity (1 - `<=>`) or the dot product (- `<#>`).
+so PostgreSQL scans and sorts), the same rule the embedded HNSW collection follows. Scores are
+larger-is-better, as everywhere in munjang: cosine similarity (1 - `<=>`) or the dot product (- `<#>`).
 """
 
 from __future__ import annotations
