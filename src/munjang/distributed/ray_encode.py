@@ -7,7 +7,8 @@ pool; each actor encodes a whole shard (length-sorted, token-budget batches with
 vectors back, and the driver writes the shard atomically. A killed run therefore loses at most the
 shards in flight, and its rerun encodes only those. The driver writes every file, so the output folder
 needs to be reachable from the driver only, also on a remote cluster (where munjang must be installed
-on the workers).
+on the workers). The driver holds the corpus text in memory (about its size on disk, plus Ray's copy
+of the shards still to encode).
 
 Ray is an optional dependency (`pip install 'munjang[ray]'`), imported only when used.
 """
@@ -102,7 +103,8 @@ def place_workers(
         workers = workers or max(gpus, 1)
         if workers > gpus:
             raise ValueError(f"{workers} GPU workers asked for, but the Ray cluster has {gpus} GPU(s)")
-        return Placement(workers, threads or 1, device or "cuda", {"num_gpus": 1, "num_cpus": 1})
+        # Ray shows each actor only its own GPU, as device 0: "cuda:N" would name a GPU it cannot see.
+        return Placement(workers, threads or 1, "cuda", {"num_gpus": 1, "num_cpus": 1})
     workers = workers or max(1, min(DEFAULT_CPU_WORKERS, cpus))
     threads = threads or max(1, cpus // workers)
     if workers * threads > cpus:
@@ -145,43 +147,54 @@ def _probe_model(
     return str(encoder.model_folder), int(np.asarray(vector).shape[-1])
 
 
+@dataclass(frozen=True)
+class _RayOptions:
+    """Where and how wide the actor pool runs (see `encode_with_ray`)."""
+
+    address: str | None
+    num_cpus: int | None
+    workers: int | None
+    threads: int | None
+    device: str | None
+    progress_bars: bool
+
+
 @dataclass
 class _Job:
-    """What the driver needs while shards come back."""
+    """One output folder's work: the corpus, how it is cut, and what each actor loads and runs."""
 
     folder: Path
     corpus: Corpus
     shard_size: int
     dim: int
+    actor_args: dict[str, Any]
+
+    @property
+    def shards(self) -> int:
+        return shard_count(len(self.corpus), self.shard_size)
 
     def rows(self, shard: int) -> slice:
         return slice(shard * self.shard_size, min((shard + 1) * self.shard_size, len(self.corpus)))
 
-    def missing(self, shards: int) -> list[int]:
+    def size(self, shard: int) -> int:
+        rows = self.rows(shard)
+        return rows.stop - rows.start
+
+    def missing(self) -> list[int]:
+        """Shards without a complete file on disk, in order."""
         return [
             i
-            for i in range(shards)
-            if not shard_is_complete(
-                self.folder / shard_name(i), self.rows(i).stop - self.rows(i).start, self.dim
-            )
+            for i in range(self.shards)
+            if not shard_is_complete(self.folder / shard_name(i), self.size(i), self.dim)
         ]
 
 
-def _results(
-    ray: Any,
-    job: _Job,
-    pending: list[int],
-    placement: Placement,
-    actor_args: dict[str, Any],
-    progress_bars: bool,
-) -> Iterator[dict[str, Any]]:
+def _results(ray: Any, job: _Job, pending: list[int], placement: Placement) -> Iterator[dict[str, Any]]:
     """Run the actor pool over the pending shards; yield each shard's result as it arrives."""
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = progress_bars
     items = [{"shard": i, "texts": job.corpus.texts[job.rows(i)]} for i in pending]
     dataset = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
         ShardEncoder,
-        fn_constructor_kwargs=actor_args,
+        fn_constructor_kwargs={**job.actor_args, "device": placement.device, "threads": placement.threads},
         batch_size=1,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=placement.workers),
@@ -195,9 +208,65 @@ def _results(
             return
         except Exception as e:
             raise RayEncodeError(
-                f"a Ray worker failed: {e}; shards written so far are kept, rerun to resume"
+                f"a Ray worker failed: {e}; the shards written so far are kept, rerun to resume"
             ) from e
         yield row
+
+
+def _encode_pending(
+    ray: Any, job: _Job, pending: list[int], options: _RayOptions, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Encode the pending shards on Ray, writing each as it comes back; the run's figures."""
+    started = _connect(ray, options.address, options.num_cpus)
+    context = ray.data.DataContext.get_current()
+    bars = context.enable_progress_bars
+    context.enable_progress_bars = options.progress_bars
+    try:
+        placement = place_workers(ray.cluster_resources(), options.workers, options.threads, options.device)
+        say(f"Ray: {placement.workers} worker(s) x {placement.threads} thread(s) on {placement.device}")
+        begin = time.perf_counter()
+        first: float | None = None
+        rows = 0
+        for done, result in enumerate(_results(ray, job, pending, placement), start=1):
+            shard = int(result["shard"])
+            vectors = np.frombuffer(result["vectors"], dtype=np.float32).reshape(-1, job.dim)
+            write_shard(job.folder, shard, job.corpus.ids[job.rows(shard)], vectors)
+            rows += vectors.shape[0]
+            first = first if first is not None else time.perf_counter() - begin
+            say(f"shard {shard_name(shard)}: {vectors.shape[0]:,} rows written ({done}/{len(pending)})")
+        return {
+            "shards_encoded": len(pending),
+            "rows_encoded": rows,
+            "encode_seconds": time.perf_counter() - begin,
+            "first_shard_seconds": first,
+            "workers": placement.workers,
+            "threads_per_worker": placement.threads,
+            "device": placement.device,
+        }
+    finally:
+        context.enable_progress_bars = bars
+        if started:
+            ray.shutdown()
+
+
+def _manifest(
+    job: _Job, model_folder: str, identity: dict[str, Any], fields: dict[str, Any]
+) -> dict[str, Any]:
+    """What the folder's shards are: the keys a rerun must match (`shards.IDENTITY_KEYS`) and a record
+    of the input files."""
+    return {
+        "format": FORMAT,
+        "model": model_folder,
+        "dim": job.dim,
+        "encode_options": identity,
+        "shard_size": job.shard_size,
+        "total_rows": len(job.corpus),
+        "shards": job.shards,
+        "inputs_sha256": job.corpus.sha256,
+        "inputs": job.corpus.files,
+        **fields,
+        "complete": False,
+    }
 
 
 def encode_with_ray(
@@ -229,8 +298,9 @@ def encode_with_ray(
     """Encode `inputs` (files, folders or glob patterns of txt / jsonl / csv / tsv / parquet) into
     `output_dir/part-NNNNN.parquet` shards of `shard_size` rows (`id`, `embedding`) and a manifest.
 
-    Resumable: shards already in `output_dir` are kept and only the missing ones are encoded; a folder
-    made for other inputs, another model or other encode options is refused unless `overwrite`.
+    Resumable: shards already in `output_dir` are kept and only the missing ones are encoded (the
+    worker count may change between runs); a folder made for other inputs, another model or other
+    encode options is refused unless `overwrite`, which starts it over.
 
     Ray: a Ray already initialised in this process is used as it is; otherwise `address` (or
     $RAY_ADDRESS) is joined, or a local instance with `num_cpus` CPUs (default: the usable cores) is
@@ -238,7 +308,7 @@ def encode_with_ray(
     `progress` gets a line per shard (None: silent); `progress_bars` shows Ray Data's bars.
 
     Returns a summary: rows, shards encoded / skipped, temporary files removed, seconds, sentences/s
-    (encoded rows over the whole call), and the placement.
+    (encoded rows over the whole call), and the placement when anything was encoded.
     """
     for name, value in (("shard_size", shard_size), ("workers", workers), ("threads", threads)):
         if value is not None and value < 1:
@@ -247,126 +317,44 @@ def encode_with_ray(
     start = time.perf_counter()
     ray = _import_ray()
     corpus = read_corpus(inputs, format=format, text_field=text_field, id_field=id_field)
-    load_options: dict[str, Any] = {"backend": backend, "precision": precision}
-    encode_options: dict[str, Any] = {
+    identity: dict[str, Any] = {
         "prompt_name": prompt_name,
         "prompt": prompt,
         "normalize_embeddings": normalize_embeddings,
         "truncate_dim": truncate_dim,
-        "batch_size": batch_size,
-        "max_tokens": max_tokens,
     }
+    load_options = {"backend": backend, "precision": precision}
+    encode_options = {**identity, "batch_size": batch_size, "max_tokens": max_tokens}
     model_folder, dim = _probe_model(model, load_options, encode_options)
-    shards = shard_count(len(corpus), shard_size)
-    manifest = {
-        "format": FORMAT,
-        "model": model_folder,
-        "dim": dim,
-        "encode_options": {
-            "prompt_name": prompt_name,
-            "prompt": prompt,
-            "normalize_embeddings": normalize_embeddings,
-            "truncate_dim": truncate_dim,
-            "backend": backend,
-            "precision": precision,
-        },
-        "shard_size": shard_size,
-        "total_rows": len(corpus),
-        "shards": shards,
-        "inputs_sha256": corpus.sha256,
-        "inputs": corpus.files,
-        "text_field": text_field,
-        "id_field": id_field,
-        "complete": False,
-    }
-    folder = Path(output_dir)
-    job = _Job(folder, corpus, shard_size, dim)
-    with locked(folder):
-        prepare_folder(folder, manifest, overwrite=overwrite)
-        removed = remove_temporary_files(folder)
-        pending = job.missing(shards)
+    actor_args = {"model": model_folder, "load_options": load_options, "encode_options": encode_options}
+    job = _Job(Path(output_dir), corpus, shard_size, dim, actor_args)
+    manifest = _manifest(
+        job, model_folder, {**identity, **load_options}, {"text_field": text_field, "id_field": id_field}
+    )
+    with locked(job.folder):
+        prepare_folder(job.folder, manifest, overwrite=overwrite)
+        removed = remove_temporary_files(job.folder)
+        pending = job.missing()
         say(
-            f"{len(corpus):,} rows from {len(corpus.files)} file(s) -> {shards} shard(s) of up to "
-            f"{shard_size:,} rows: {shards - len(pending)} already written, {len(pending)} to encode"
+            f"{len(corpus):,} rows from {len(corpus.files)} file(s) -> {job.shards} shard(s) of up to "
+            f"{shard_size:,} rows: {job.shards - len(pending)} already written, {len(pending)} to encode"
             + (f"; removed {removed} unfinished temporary file(s)" if removed else "")
         )
         summary: dict[str, Any] = {
-            "output_dir": str(folder),
+            "output_dir": str(job.folder),
             "total_rows": len(corpus),
             "dim": dim,
-            "shards": shards,
-            "shards_skipped": shards - len(pending),
+            "shards": job.shards,
+            "shards_skipped": job.shards - len(pending),
             "shards_encoded": 0,
             "rows_encoded": 0,
             "temporary_files_removed": removed,
         }
         if pending:
-            actor_args = {
-                "model": model_folder,
-                "load_options": load_options,
-                "encode_options": encode_options,
-            }
-            summary.update(
-                _encode_pending(
-                    ray,
-                    job,
-                    pending,
-                    actor_args,
-                    workers,
-                    threads,
-                    device,
-                    address,
-                    num_cpus,
-                    say,
-                    progress_bars,
-                )
-            )
-        write_manifest(folder, {**manifest, "complete": True})
+            options = _RayOptions(address, num_cpus, workers, threads, device, progress_bars)
+            summary.update(_encode_pending(ray, job, pending, options, say))
+        write_manifest(job.folder, {**manifest, "complete": True})
     seconds = time.perf_counter() - start
     summary["seconds"] = seconds
     summary["sentences_per_second"] = summary["rows_encoded"] / seconds if seconds > 0 else 0.0
     return summary
-
-
-def _encode_pending(
-    ray: Any,
-    job: _Job,
-    pending: list[int],
-    actor_args: dict[str, Any],
-    workers: int | None,
-    threads: int | None,
-    device: str | None,
-    address: str | None,
-    num_cpus: int | None,
-    say: Callable[[str], None],
-    progress_bars: bool,
-) -> dict[str, Any]:
-    """Encode the pending shards on Ray and write each as it comes back; return the run's figures."""
-    started = _connect(ray, address, num_cpus)
-    try:
-        placement = place_workers(ray.cluster_resources(), workers, threads, device)
-        say(f"Ray: {placement.workers} worker(s) x {placement.threads} thread(s) on {placement.device}")
-        args = {**actor_args, "device": placement.device, "threads": placement.threads}
-        begin = time.perf_counter()
-        first: float | None = None
-        rows = 0
-        for done, result in enumerate(_results(ray, job, pending, placement, args, progress_bars), start=1):
-            shard = int(result["shard"])
-            span = job.rows(shard)
-            vectors = np.frombuffer(result["vectors"], dtype=np.float32).reshape(-1, job.dim)
-            write_shard(job.folder, shard, job.corpus.ids[span], vectors)
-            rows += vectors.shape[0]
-            first = first if first is not None else time.perf_counter() - begin
-            say(f"shard {shard_name(shard)}: {vectors.shape[0]:,} rows written ({done}/{len(pending)})")
-    finally:
-        if started:
-            ray.shutdown()
-    return {
-        "shards_encoded": len(pending),
-        "rows_encoded": rows,
-        "encode_seconds": time.perf_counter() - begin,
-        "first_shard_seconds": first,
-        "workers": placement.workers,
-        "threads_per_worker": placement.threads,
-        "device": placement.device,
-    }
