@@ -10,8 +10,9 @@ csv, parquet). The model: the embedded all-MiniLM-L6-v2, fp32 torch.
       the Ray start-up itself is reported apart);
   then the largest absolute difference between the two, and a resume check: `munjang encode --ray`
   in a subprocess, SIGKILLed once `--kill-at` of its shards are written, then rerun in-process; the
-  rerun must encode exactly the shards that were missing, and give the same vectors. The 1-minute
-  load average at each phase's end is recorded: on a shared machine, other work skews the figures.
+  rerun must encode exactly the shards that were missing, and give the same vectors. The mean 1-minute
+  load average of each phase is recorded: each phase keeps about 2 cores busy itself, so a mean well
+  above the core count means other work on a shared machine skewed that phase's figures.
 
     python bench/ray_encode.py                    # 200,000 sentences (about half an hour on 2 cores)
     python bench/ray_encode.py --sentences 5000 --shard-size 500  # a quick check
@@ -28,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from importlib import metadata
 from pathlib import Path
@@ -254,8 +256,33 @@ def max_diff(out: Path, single: dict[str, Any]) -> float:
     return float(np.abs(vectors - single["vectors"]).max())
 
 
+class LoadMeter:
+    """Samples the 1-minute load average in the background; `phase(name)` records the mean since the
+    previous call."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.samples: list[float] = []
+        self.means: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.samples.append(os.getloadavg()[0])
+
+    def phase(self, name: str) -> None:
+        taken, self.samples = self.samples, []
+        self.means[name] = round(sum(taken) / len(taken), 2) if taken else os.getloadavg()[0]
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        return self.means
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress shows in a log file
     env = environment()
     env.update({name: metadata.version(name) for name in ("ray", "pyarrow")})
     print_environment(env)
@@ -264,18 +291,18 @@ def main(argv: list[str] | None = None) -> None:
         f"corpus: {args.sentences:,} rows ({unique:,} unique sentences) in {', '.join(f.name for f in files)}"
     )
 
-    load = {"before": os.getloadavg()[0]}
+    load = LoadMeter()
     single = single_process(files)
-    load["after_single_process"] = os.getloadavg()[0]
+    load.phase("single_process")
     ray_run = on_ray(files, args.work / "ray", args)
-    load["after_ray"] = os.getloadavg()[0]
+    load.phase("ray")
     ray_rate = ray_run["total_rows"] / ray_run["seconds"]
     print(f"(b) Ray {ray_run['workers']} x {ray_run['threads_per_worker']}: {ray_rate:.0f} sentences/s")
     ray_diff = max_diff(args.work / "ray", single)
 
     killed = kill_midway(files, args.work / "resume", args, ray_run["shards"])
     rerun = resume(files, args.work / "resume", args)
-    load["after_resume"] = os.getloadavg()[0]
+    load.phase("resume")
     expected = ray_run["shards"] - killed["shards_present_after_kill"]
     resume_check = {
         **killed,
@@ -302,7 +329,7 @@ def main(argv: list[str] | None = None) -> None:
         / single["sentences_per_second"],
         "max_abs_diff": ray_diff,
         "resume": resume_check,
-        "load_average_1min": load,
+        "mean_load_average_1min": load.stop(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
