@@ -76,7 +76,7 @@ def expand_inputs(inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[st
                     f"{text}: no corpus files in the folder ({', '.join(_FOLDER_SUFFIXES)})"
                 )
             files.extend(found)
-        elif glob.has_magic(text):
+        elif any(c in text for c in "*?["):
             matched = sorted(Path(p) for p in glob.glob(os.path.expanduser(text), recursive=True))
             matched = [p for p in matched if p.is_file()]
             if not matched:
