@@ -146,8 +146,9 @@ def stamped(line: str) -> None:
     print(f"  [{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
 
-def on_ray(files: list[Path], out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """(b): `encode_with_ray` on a fresh local Ray; the summary plus the Ray start-up seconds."""
+def on_ray(files: list[Path], out: Path, args: argparse.Namespace, overwrite: bool = True) -> dict[str, Any]:
+    """`encode_with_ray` on a fresh local Ray: (b) from scratch, or (`overwrite=False`) the rerun of
+    a killed encode; the summary plus the Ray start-up seconds."""
     import ray
 
     from munjang.distributed import encode_with_ray
@@ -160,7 +161,7 @@ def on_ray(files: list[Path], out: Path, args: argparse.Namespace) -> dict[str, 
             workers=args.workers,
             threads=args.threads_per_worker,
             shard_size=args.shard_size,
-            overwrite=True,
+            overwrite=overwrite,
             progress=stamped,
             progress_bars=False,
         )
@@ -226,27 +227,6 @@ def _reap(pids: list[int], wait: float = 30.0) -> int:
     return len(left)
 
 
-def resume(files: list[Path], out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Rerun the killed encode in-process on a fresh local Ray; its summary."""
-    import ray
-
-    from munjang.distributed import encode_with_ray
-
-    start_ray(args.workers * args.threads_per_worker)
-    try:
-        return encode_with_ray(
-            files,
-            out,
-            workers=args.workers,
-            threads=args.threads_per_worker,
-            shard_size=args.shard_size,
-            progress=stamped,
-            progress_bars=False,
-        )
-    finally:
-        ray.shutdown()
-
-
 def max_diff(out: Path, single: dict[str, Any]) -> float:
     from munjang.distributed import read_embeddings
 
@@ -301,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     ray_diff = max_diff(args.work / "ray", single)
 
     killed = kill_midway(files, args.work / "resume", args, ray_run["shards"])
-    rerun = resume(files, args.work / "resume", args)
+    rerun = on_ray(files, args.work / "resume", args, overwrite=False)
     load.phase("resume")
     expected = ray_run["shards"] - killed["shards_present_after_kill"]
     resume_check = {

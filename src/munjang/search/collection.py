@@ -646,7 +646,7 @@ class Collection:
         batch_size: int,
     ) -> list[list[tuple[int, float]]]:
         self.dense.sync(self.store)
-        if (allowed is not None and len(allowed) == 0) or len(self.dense.index) == 0:
+        if (allowed is not None and len(allowed) == 0) or not self.dense.index:  # empty: skip encoding
             return [[] for _ in queries]
         vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
         labels, scores = self.dense.search(self.store, vectors, k, allowed, where)

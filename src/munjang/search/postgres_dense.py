@@ -40,6 +40,11 @@ class PostgresDense:
     def __len__(self) -> int:
         return self.store.count()
 
+    def __bool__(self) -> bool:
+        """Whether any document is stored, without counting them all (searches ask this first)."""
+        row = self.store.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.store.t('documents')})").fetchone()
+        return bool(row[0])
+
     def ids(self) -> np.ndarray:
         return self.store.labels_matching("TRUE", [])
 
@@ -71,7 +76,11 @@ class PostgresDense:
             rows = self._query(vector, k, condition, params, exact)
             if not exact and len(rows) < k:
                 if matching is None:
-                    matching = len(self.store.labels_matching(condition, params))
+                    matching = int(
+                        self.store.conn.execute(
+                            f"SELECT count(*) FROM {self.store.t('documents')} WHERE {condition}", params
+                        ).fetchone()[0]
+                    )
                 if len(rows) < min(k, matching):
                     rows = self._query(vector, k, condition, params, exact=True)
             for j, (label, distance) in enumerate(rows):
