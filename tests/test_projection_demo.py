@@ -36,6 +36,26 @@ def test_project_2d_edge_cases_and_errors():
         assert project_2d(np.random.default_rng(1).normal(size=(30, 8)))[1] == "pca"
 
 
+def test_umap_map_keeps_clusters_apart_and_is_reproducible():
+    """With umap-learn installed (the dev extra), "umap" and "auto" give a seeded UMAP map in
+    which every point's nearest neighbour on the map is from its own cluster."""
+    if not umap_available():
+        pytest.fail("umap-learn is part of the dev extra: install it (make install-dev)")
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(3, 32)) * 4
+    labels = np.repeat(np.arange(3), 20)
+    x = (centres[labels] + rng.normal(size=(60, 32))).astype(np.float32)
+    coords, method = project_2d(x, "umap", seed=7)
+    assert method == "umap" and coords.shape == (60, 2) and np.isfinite(coords).all()
+    d = np.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    np.fill_diagonal(d, np.inf)
+    assert (labels[d.argmin(axis=1)] == labels).all()
+    again, _ = project_2d(x, "umap", seed=7)
+    np.testing.assert_allclose(again, coords, atol=1e-5)
+    assert project_2d(x)[1] == "umap"
+    assert project_2d(x[:10])[1] == "pca", "too few points for a neighbourhood graph"
+
+
 def test_demo_collection_is_built_once_and_rebuilt_when_broken(encoder, tmp_path):
     docs = demo_documents()
     assert len(docs) == 60
