@@ -351,3 +351,35 @@ def test_a_killed_driver_loses_only_the_shards_it_had_not_written(ray_address, e
     ids, vectors = read_embeddings(out)
     assert ids == IDS
     assert np.abs(vectors - encoder.encode(TEXTS)).max() <= 1e-5
+
+
+def test_an_unreachable_cluster_address_fails_at_once_with_its_name() -> None:
+    """Ray retries an address where nothing listens for minutes; munjang names it within seconds."""
+    import socket
+
+    from munjang.distributed import ray_encode
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        open_port = listening.getsockname()[1]
+        ray_encode.check_reachable(f"127.0.0.1:{open_port}")
+        ray_encode.check_reachable(f"ray://127.0.0.1:{open_port}")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead_port = closed.getsockname()[1]
+    ray_encode.check_reachable("auto")
+
+    class NotStarted:
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **_: object) -> None:
+            raise AssertionError("ray.init must not be reached for an unreachable address")
+
+    started = time.perf_counter()
+    with pytest.raises(
+        ray_encode.MunjangError, match=f"cannot reach the Ray cluster at ray://127.0.0.1:{dead_port}"
+    ):
+        ray_encode._connect(NotStarted(), f"ray://127.0.0.1:{dead_port}", None)
+    assert time.perf_counter() - started < ray_encode.CONNECT_TIMEOUT_S

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from .shards import (
 
 DEFAULT_SHARD_SIZE = 10_000
 DEFAULT_CPU_WORKERS = 2
+CONNECT_TIMEOUT_S = 10.0  # how long a cluster address may take to accept a TCP connection
 
 
 class RayEncodeError(MunjangError, RuntimeError):
@@ -115,6 +117,18 @@ def place_workers(
     return Placement(workers, threads, device or "cpu", {"num_cpus": threads})
 
 
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise MunjangError at once when nothing listens at a host:port cluster address (Ray itself
+    retries an unreachable address for minutes before it gives up); "auto" and other forms pass."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise MunjangError(f"cannot reach the Ray cluster at {address}: {e}") from e
+
+
 def _connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
     """Use the Ray already initialised here, or join `address` (or $RAY_ADDRESS), or start a local
     instance; True when this call started or joined one (and must shut it down)."""
@@ -122,6 +136,7 @@ def _connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
         return False
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     if address != "local":
+        check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING)
         return True
     from ..inference.hardware import usable_cores
