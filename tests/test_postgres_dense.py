@@ -60,3 +60,58 @@ def test_selective_filters_rerun_exactly_every_time(stored) -> None:
         labels, scores = dense.search(store, query[None], K, None, where)
         assert list(labels[0]) == _exact(vectors, query, members), f"query {i}"
         assert np.all(np.diff(scores[0]) <= 1e-6)
+
+
+def test_equality_filters_keep_their_meaning_and_can_use_the_metadata_index(postgres_url: str) -> None:
+    """Equality compiles to jsonb containment plus the equality itself: the same rows as before (numbers
+    by value, nested keys, no match inside arrays), and a plan that can read the GIN index. A collection
+    made before the index existed gets it when opened for writing."""
+    metadata = [
+        {"a": 1},
+        {"a": 1.0},
+        {"a": "1"},
+        {"a": [1]},
+        {"a": {"b": 1}},
+        {"a": True},
+        {},
+        {"n": {"a": 1}},
+    ]
+    store = PostgresStore(postgres_url, "filter_semantics")
+    store.drop()
+    store.create_schema({"dim": 2, "metric": "cosine", "index": "exact"})
+    rows = [NewRow(f"d{i}", f"t{i}", json.dumps(m), f"h{i}", "[]") for i, m in enumerate(metadata)]
+    with store.transaction():
+        store.put_embeddings("m", [r.text_hash for r in rows], np.ones((len(rows), 2), np.float32))
+        store.insert(rows, "m")
+    expected = {
+        json.dumps({"a": 1}): [1, 2],
+        json.dumps({"a": "1"}): [3],
+        json.dumps({"a.b": 1}): [5],
+        json.dumps({"a": True}): [6],
+        json.dumps({"n.a": 1}): [8],
+        json.dumps({"a": 2}): [],
+    }
+    try:
+        for spec, labels in expected.items():
+            where, params = compile_filter(json.loads(spec), dialect="postgres")
+            assert sorted(store.labels_matching(where, params).tolist()) == labels, spec
+        where, params = compile_filter({"a": 1}, dialect="postgres")
+        with store.transaction():
+            store.conn.execute("SET LOCAL enable_seqscan = off")
+            plan = store.conn.execute(
+                f"EXPLAIN SELECT label FROM {store.t('documents')} WHERE {where}", params
+            ).fetchall()
+        assert "documents_metadata_gin" in " ".join(row[0] for row in plan)
+        with store.transaction():
+            store.conn.execute(f'DROP INDEX "{store.schema}".documents_metadata_gin')
+        store.close()
+        store = PostgresStore(postgres_url, "filter_semantics")
+        store.check_schema()
+        found = store.conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'documents_metadata_gin'",
+            (store.schema,),
+        ).fetchone()
+        assert found is not None and "jsonb_path_ops" in found[0]
+    finally:
+        store.drop()
+        store.close()

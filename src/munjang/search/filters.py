@@ -152,9 +152,15 @@ def _pg_condition(key: str, op: str, value: Any, column: str, params: list[Any])
         params.extend([path, path])
         missing = f"({extract} IS NULL OR {extract} = 'null'::jsonb)"
         return f"NOT {missing}" if op == "$ne" else missing
-    params.extend([path, json.dumps(value)])
     if op == "$eq":
-        return f"{extract} = %s::jsonb"
+        # The containment test is implied by the equality; it is there so that the GIN index on the
+        # column (jsonb_path_ops) can find a selective filter's rows without reading every row.
+        contained: Any = value
+        for part in reversed(path):
+            contained = {part: contained}
+        params.extend([json.dumps(contained), path, json.dumps(value)])
+        return f"({column} @> %s::jsonb AND {extract} = %s::jsonb)"
+    params.extend([path, json.dumps(value)])
     if op == "$ne":
         params.append(path)
         return f"({extract} != %s::jsonb OR {extract} IS NULL)"

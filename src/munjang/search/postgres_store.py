@@ -34,6 +34,10 @@ NAME = re.compile(r"^[A-Za-z0-9_\-]{1,50}$")
 URL_SCHEMES = ("postgres", "postgresql")
 OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
+# Equality filters compile to jsonb containment (see filters.py), which this index answers.
+METADATA_INDEX = (
+    "CREATE INDEX IF NOT EXISTS documents_metadata_gin ON {documents} USING gin (metadata jsonb_path_ops)"
+)
 
 
 def is_postgres_url(value: object) -> bool:
@@ -131,6 +135,18 @@ class PostgresStore:
             raise CollectionError(
                 f"{self.path}: not a munjang collection (missing {', '.join(sorted(missing))})"
             )
+        if not self.readonly:
+            self._add_metadata_index()
+
+    def _add_metadata_index(self) -> None:
+        """Give a collection created before the metadata index existed its index (once)."""
+        found = self.conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = 'documents_metadata_gin'",
+            (self.schema,),
+        ).fetchone()
+        if found is None:
+            with self.transaction():
+                self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
 
     def create_schema(self, config: dict[str, Any]) -> None:
         """Tables, the text-hash index and (index="hnsw") pgvector's HNSW index, all or nothing."""
@@ -154,6 +170,7 @@ class PostgresStore:
                 f"tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL)"
             )
             self.conn.execute(f"CREATE INDEX ON {self.t('documents')} (text_hash)")
+            self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
             self.conn.execute(
                 f"CREATE TABLE {self.t('embeddings')} (model text NOT NULL, text_hash text NOT NULL, "
                 f"vector vector({dim}) NOT NULL, PRIMARY KEY (model, text_hash))"
