@@ -1,0 +1,252 @@
+"""int8 graphs that munjang could ship, measured side by side: how close to fp32 and how fast.
+
+The record of the search for "5x sentence-transformers at fp32 accuracy" (issue 6) on a CPU without
+AMX: every variant runs the same length-sorted batches (2,048-token budget) of the same corpus in one
+process, round after round, and is compared with the fp32 graph (mean-pooled, normalized vectors).
+
+Variants (all from munjang's own fp32 ONNX export of the model):
+  - ort-dynamic: ONNX Runtime dynamic int8 (per-channel int8 weights, uint8 activations per tensor);
+    munjang's `onnx` int8 backend;
+  - ort-dynamic-smooth: the same after SmoothQuant (Xiao et al. 2023): each weight MatMul's input is
+    divided per channel by s = max|X|^a / max|W|^(1-a) and the weight rows multiplied by s (exact in
+    float), with max|X| from the bundled demo sentences;
+  - ort-nbits8: ONNX Runtime MatMulNBits, 8-bit weights in blocks of 32, int8 compute (accuracy_level 4);
+  - ov-int8: OpenVINO with int8 weights, activations quantized on the fly in groups of 32; munjang's
+    `openvino` int8 backend;
+  - ov-int8-token: the same with one group per token (DYNAMIC_QUANTIZATION_GROUP_SIZE 384);
+  - ov-int8-smooth: SmoothQuant first, then as ov-int8.
+
+    python bench/int8_variants.py                 # all-MiniLM-L6-v2, 10,000 English sentences
+    python bench/int8_variants.py --n 2000 --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import load_corpus, print_environment, write_result
+
+BUDGET = 2048
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=10000, help="English sentences (default 10000)")
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
+    p.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength (default 0.5)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--name", default="int8_variants")
+    return p.parse_args(argv)
+
+
+def batches(tokenizer: Any, texts: list[str]) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """Length-sorted padded batches of at most BUDGET tokens: (row indices, graph inputs)."""
+    ids = tokenizer(texts)["input_ids"]
+    order = np.argsort([len(x) for x in ids], kind="stable")
+    out, i = [], 0
+    while i < len(order):
+        n = 1
+        while i + n < len(order) and n < 256 and (n + 1) * len(ids[order[i + n]]) <= BUDGET:
+            n += 1
+        rows = order[i : i + n]
+        i += n
+        width = max(len(ids[j]) for j in rows)
+        input_ids = np.zeros((len(rows), width), np.int64)
+        mask = np.zeros_like(input_ids)
+        for r, j in enumerate(rows):
+            input_ids[r, : len(ids[j])] = ids[j]
+            mask[r, : len(ids[j])] = 1
+        out.append((rows, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": 0 * mask}))
+    return out
+
+
+def smooth(src: Path, dst: Path, tokenizer: Any, calibration: list[str], alpha: float) -> None:
+    """Write `src` with SmoothQuant scales folded in: a Mul by 1/s before each group of weight
+    MatMuls sharing an input, the weights' rows multiplied by s."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(src))
+    weights = {t.name: t for t in model.graph.initializer}
+    groups: dict[str, list[Any]] = collections.defaultdict(list)
+    for node in model.graph.node:
+        if node.op_type == "MatMul" and node.input[1] in weights and len(weights[node.input[1]].dims) == 2:
+            groups[node.input[0]].append(node)
+    probe = onnx.load(str(src))
+    for name in groups:
+        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = [i.name for i in session.get_inputs()]
+    amax: dict[str, np.ndarray] = {}
+    for _, feed in batches(tokenizer, calibration):
+        real = feed["attention_mask"].astype(bool)
+        for name, x in zip(groups, session.run(list(groups), {k: feed[k] for k in inputs}), strict=True):
+            m = np.abs(x[real]).max(axis=0)
+            amax[name] = np.maximum(amax[name], m) if name in amax else m
+    muls = {}
+    for name, nodes in groups.items():
+        w = [numpy_helper.to_array(weights[n.input[1]]) for n in nodes]
+        wmax = np.max([np.abs(x).max(axis=1) for x in w], axis=0)
+        s = (np.maximum(amax[name], 1e-5) ** alpha / np.maximum(wmax, 1e-5) ** (1 - alpha)).astype(np.float32)
+        model.graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32), f"{name}_inv_s"))
+        muls[name] = helper.make_node("Mul", [name, f"{name}_inv_s"], [f"{name}_smoothed"])
+        for node, x in zip(nodes, w, strict=True):
+            weights[node.input[1]].CopyFrom(numpy_helper.from_array(x * s[:, None], node.input[1]))
+            node.input[0] = f"{name}_smoothed"
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    for node in nodes:  # each Mul just before the first MatMul that reads it
+        for name in node.input:
+            if name.endswith("_smoothed") and name[: -len("_smoothed")] in muls:
+                model.graph.node.append(muls.pop(name[: -len("_smoothed")]))
+        model.graph.node.append(node)
+    onnx.save(model, str(dst))
+
+
+def ort_dynamic(src: Path, dst: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        str(src),
+        str(dst),
+        op_types_to_quantize=["MatMul"],
+        per_channel=True,
+        reduce_range=False,
+        weight_type=QuantType.QInt8,
+        extra_options={
+            "WeightSymmetric": True,
+            "ActivationSymmetric": False,
+            "MatMulConstBOnly": True,
+            "DefaultTensorType": onnx.TensorProto.FLOAT,
+        },
+    )
+
+
+def ort_nbits8(src: Path, dst: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+
+    config = nbits.DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, accuracy_level=4, bits=8)
+    quantizer = nbits.MatMulNBitsQuantizer(
+        onnx.load(str(src)), bits=8, block_size=32, is_symmetric=True, accuracy_level=4, algo_config=config
+    )
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(dst))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    env = print_environment()
+    import onnxruntime as ort
+    import openvino as ov
+
+    import munjang
+    from munjang.demo import demo_documents
+    from munjang.inference.onnx_export import onnx_artifact, quantize_int8_weights
+
+    encoder = munjang.load_encoder(device="cpu")
+    transformer = encoder.transformer
+    fp32 = onnx_artifact(transformer, None, "fp32")
+    work = Path(tempfile.mkdtemp(prefix="munjang-int8-"))
+    calibration = [d["text"] for d in demo_documents()]
+    smoothed = work / "smooth-fp32.onnx"
+    smooth(fp32, smoothed, transformer.tokenizer, calibration, args.alpha)
+    graphs = {"ort-dynamic": work / "dyn.onnx", "ort-dynamic-smooth": work / "dyn-smooth.onnx"}
+    ort_dynamic(fp32, graphs["ort-dynamic"])
+    ort_dynamic(smoothed, graphs["ort-dynamic-smooth"])
+    ort_nbits8(fp32, work / "nbits8.onnx")
+    quantize_int8_weights(transformer, fp32, work / "w8.onnx")
+    quantize_int8_weights(transformer, smoothed, work / "w8-smooth.onnx")
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.log_severity_level = 3
+    core = ov.Core()
+
+    def ort_runner(path: Path) -> Any:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        return lambda feed: session.run(None, {k: feed[k] for k in names})[0]
+
+    def ov_runner(path: Path, group: int | None = None) -> Any:
+        config: dict[str, Any] = {
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_NUM_THREADS": args.threads,
+            "INFERENCE_PRECISION_HINT": "f32",
+        }
+        if group is not None:
+            config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = group
+        compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+        request = compiled.create_infer_request()
+        names = [p.get_any_name() for p in compiled.inputs]
+        return lambda feed: request.infer({k: feed[k] for k in names})[0]
+
+    runners = {
+        "ort-fp32": ort_runner(fp32),
+        "ort-dynamic": ort_runner(graphs["ort-dynamic"]),
+        "ort-dynamic-smooth": ort_runner(graphs["ort-dynamic-smooth"]),
+        "ort-nbits8": ort_runner(work / "nbits8.onnx"),
+        "ov-int8": ov_runner(work / "w8.onnx"),
+        "ov-int8-token": ov_runner(work / "w8.onnx", group=384),
+        "ov-int8-smooth": ov_runner(work / "w8-smooth.onnx"),
+    }
+    corpus = load_corpus(args.n, seed=0, lang="en")
+    work_batches = batches(transformer.tokenizer, corpus)
+
+    def encode(run: Any) -> np.ndarray:
+        out = np.zeros((len(corpus), transformer.hidden_size), np.float32)
+        for rows, feed in work_batches:
+            tokens = np.asarray(run(feed))
+            mask = feed["attention_mask"][..., None]
+            pooled = (tokens * mask).sum(axis=1) / mask.sum(axis=1)
+            out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return out
+
+    reference = encode(runners["ort-fp32"])
+    results: dict[str, Any] = {}
+    for name, run in runners.items():
+        cosine = (encode(run) * reference).sum(axis=1)
+        results[name] = {
+            "cosine_mean": round(float(cosine.mean()), 5),
+            "cosine_min": round(float(cosine.min()), 4),
+        }
+        results[name]["rounds"] = []
+    for r in range(args.rounds):
+        for name, run in runners.items():
+            start = time.perf_counter()
+            encode(run)
+            results[name]["rounds"].append(round(len(corpus) / (time.perf_counter() - start), 1))
+            print(f"  round {r + 1} {name:<20} {results[name]['rounds'][-1]:8.1f} sent/s", flush=True)
+    for row in results.values():
+        row["sentences_per_s_median"] = float(np.median(row["rounds"]))
+    base = results["ort-fp32"]["sentences_per_s_median"]
+    print(f"\n{'variant':<20} {'sent/s':>8} {'x fp32':>7} {'cos mean':>9} {'cos min':>8}")
+    for name, row in results.items():
+        row["ratio_to_ort_fp32"] = round(row["sentences_per_s_median"] / base, 3)
+        print(
+            f"{name:<20} {row['sentences_per_s_median']:8.1f} {row['ratio_to_ort_fp32']:7.2f} "
+            f"{row['cosine_mean']:9.5f} {row['cosine_min']:8.4f}"
+        )
+    payload = {
+        "model": "all-MiniLM-L6-v2 (embedded)",
+        "n": len(corpus),
+        "alpha": args.alpha,
+        "results": results,
+    }
+    print(f"result: {write_result(args.name, payload, env)}")
+
+
+if __name__ == "__main__":
+    main()
