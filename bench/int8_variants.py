@@ -114,26 +114,6 @@ def smooth(src: Path, dst: Path, tokenizer: Any, calibration: list[str], alpha: 
     onnx.save(model, str(dst))
 
 
-def ort_dynamic(src: Path, dst: Path) -> None:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        str(src),
-        str(dst),
-        op_types_to_quantize=["MatMul"],
-        per_channel=True,
-        reduce_range=False,
-        weight_type=QuantType.QInt8,
-        extra_options={
-            "WeightSymmetric": True,
-            "ActivationSymmetric": False,
-            "MatMulConstBOnly": True,
-            "DefaultTensorType": onnx.TensorProto.FLOAT,
-        },
-    )
-
-
 def ort_nbits8(src: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
@@ -154,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import munjang
     from munjang.demo import demo_documents
-    from munjang.inference.onnx_export import onnx_artifact, quantize_int8_weights
+    from munjang.inference.onnx_export import onnx_artifact, quantize_int8_weights, write_int8_dynamic
 
     encoder = munjang.load_encoder(device="cpu")
     transformer = encoder.transformer
@@ -164,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     smoothed = work / "smooth-fp32.onnx"
     smooth(fp32, smoothed, transformer.tokenizer, calibration, args.alpha)
     graphs = {"ort-dynamic": work / "dyn.onnx", "ort-dynamic-smooth": work / "dyn-smooth.onnx"}
-    ort_dynamic(fp32, graphs["ort-dynamic"])
-    ort_dynamic(smoothed, graphs["ort-dynamic-smooth"])
+    write_int8_dynamic(fp32, graphs["ort-dynamic"])
+    write_int8_dynamic(smoothed, graphs["ort-dynamic-smooth"])
     ort_nbits8(fp32, work / "nbits8.onnx")
     quantize_int8_weights(transformer, fp32, work / "w8.onnx")
     quantize_int8_weights(transformer, smoothed, work / "w8-smooth.onnx")

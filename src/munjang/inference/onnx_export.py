@@ -265,12 +265,11 @@ def _without_preprocessing_hint() -> Iterator[None]:
         root.removeFilter(hint)
 
 
-def quantize_int8_dynamic(transformer: Any, src: Path, dst: Path) -> dict[str, Any]:
-    """Write `src` with ONNX Runtime dynamic int8 quantization of its weight MatMuls to `dst`; checked."""
+def write_int8_dynamic(src: Path, dst: Path) -> None:
+    """Write `src` with ONNX Runtime dynamic int8 quantization of its weight MatMuls to `dst` (unchecked)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    settings = {"per_channel": True, "reduce_range": False, "weights": "QInt8 symmetric"}
     with _without_preprocessing_hint():
         quantize_dynamic(
             str(src),
@@ -286,6 +285,12 @@ def quantize_int8_dynamic(transformer: Any, src: Path, dst: Path) -> dict[str, A
                 "DefaultTensorType": onnx.TensorProto.FLOAT,
             },
         )
+
+
+def quantize_int8_dynamic(transformer: Any, src: Path, dst: Path) -> dict[str, Any]:
+    """Write `src` with ONNX Runtime dynamic int8 quantization of its weight MatMuls to `dst`; checked."""
+    write_int8_dynamic(src, dst)
+    settings = {"per_channel": True, "reduce_range": False, "weights": "QInt8 symmetric"}
     batch = _probe_batch(transformer)
     _check_outputs(dst, batch, _reference_of(transformer, batch), "int8")
     return {"quantization": settings}
