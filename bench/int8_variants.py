@@ -7,14 +7,14 @@ process, round after round, and is compared with the fp32 graph (mean-pooled, no
 Variants (all from munjang's own fp32 ONNX export of the model):
   - ort-dynamic: ONNX Runtime dynamic int8 (per-channel int8 weights, uint8 activations per tensor);
     munjang's `onnx` int8 backend;
-  - ort-dynamic-smooth: the same after SmoothQuant (Xiao et al. 2023): each weight MatMul's input is
-    divided per channel by s = max|X|^a / max|W|^(1-a) and the weight rows multiplied by s (exact in
-    float), with max|X| from the bundled demo sentences;
+  - ort-dynamic-smooth: the same after SmoothQuant (Xiao et al. 2023, `munjang.inference.smoothquant`):
+    each weight MatMul's input is divided per channel by s = max|X|^a / max|W|^(1-a) and the weight rows
+    multiplied by s (exact in float), with max|X| from the bundled demo sentences;
   - ort-nbits8: ONNX Runtime MatMulNBits, 8-bit weights in blocks of 32, int8 compute (accuracy_level 4);
-  - ov-int8: OpenVINO with int8 weights, activations quantized on the fly in groups of 32; munjang's
-    `openvino` int8 backend;
+  - ov-int8-plain: OpenVINO with int8 weights, activations quantized on the fly in groups of 32
+    (munjang's `openvino` int8 backend before SmoothQuant);
   - ov-int8-token: the same with one group per token (DYNAMIC_QUANTIZATION_GROUP_SIZE 384);
-  - ov-int8-smooth: SmoothQuant first, then as ov-int8.
+  - ov-int8: SmoothQuant first, then as ov-int8-plain: munjang's `openvino` int8 backend.
 
     python bench/int8_variants.py                 # all-MiniLM-L6-v2, 10,000 English sentences
     python bench/int8_variants.py --n 2000 --rounds 1
@@ -23,7 +23,6 @@ Variants (all from munjang's own fp32 ONNX export of the model):
 from __future__ import annotations
 
 import argparse
-import collections
 import sys
 import tempfile
 import time
@@ -70,50 +69,6 @@ def batches(tokenizer: Any, texts: list[str]) -> list[tuple[np.ndarray, dict[str
     return out
 
 
-def smooth(src: Path, dst: Path, tokenizer: Any, calibration: list[str], alpha: float) -> None:
-    """Write `src` with SmoothQuant scales folded in: a Mul by 1/s before each group of weight
-    MatMuls sharing an input, the weights' rows multiplied by s."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import helper, numpy_helper
-
-    model = onnx.load(str(src))
-    weights = {t.name: t for t in model.graph.initializer}
-    groups: dict[str, list[Any]] = collections.defaultdict(list)
-    for node in model.graph.node:
-        if node.op_type == "MatMul" and node.input[1] in weights and len(weights[node.input[1]].dims) == 2:
-            groups[node.input[0]].append(node)
-    probe = onnx.load(str(src))
-    for name in groups:
-        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
-    inputs = [i.name for i in session.get_inputs()]
-    amax: dict[str, np.ndarray] = {}
-    for _, feed in batches(tokenizer, calibration):
-        real = feed["attention_mask"].astype(bool)
-        for name, x in zip(groups, session.run(list(groups), {k: feed[k] for k in inputs}), strict=True):
-            m = np.abs(x[real]).max(axis=0)
-            amax[name] = np.maximum(amax[name], m) if name in amax else m
-    muls = {}
-    for name, nodes in groups.items():
-        w = [numpy_helper.to_array(weights[n.input[1]]) for n in nodes]
-        wmax = np.max([np.abs(x).max(axis=1) for x in w], axis=0)
-        s = (np.maximum(amax[name], 1e-5) ** alpha / np.maximum(wmax, 1e-5) ** (1 - alpha)).astype(np.float32)
-        model.graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32), f"{name}_inv_s"))
-        muls[name] = helper.make_node("Mul", [name, f"{name}_inv_s"], [f"{name}_smoothed"])
-        for node, x in zip(nodes, w, strict=True):
-            weights[node.input[1]].CopyFrom(numpy_helper.from_array(x * s[:, None], node.input[1]))
-            node.input[0] = f"{name}_smoothed"
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    for node in nodes:  # each Mul just before the first MatMul that reads it
-        for name in node.input:
-            if name.endswith("_smoothed") and name[: -len("_smoothed")] in muls:
-                model.graph.node.append(muls.pop(name[: -len("_smoothed")]))
-        model.graph.node.append(node)
-    onnx.save(model, str(dst))
-
-
 def ort_nbits8(src: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
@@ -129,26 +84,27 @@ def ort_nbits8(src: Path, dst: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     env = print_environment()
+    import onnx
     import onnxruntime as ort
     import openvino as ov
 
     import munjang
-    from munjang.demo import demo_documents
+    from munjang.inference import smoothquant
     from munjang.inference.onnx_export import onnx_artifact, quantize_int8_weights, write_int8_dynamic
 
     encoder = munjang.load_encoder(device="cpu")
     transformer = encoder.transformer
     fp32 = onnx_artifact(transformer, None, "fp32")
     work = Path(tempfile.mkdtemp(prefix="munjang-int8-"))
-    calibration = [d["text"] for d in demo_documents()]
-    smoothed = work / "smooth-fp32.onnx"
-    smooth(fp32, smoothed, transformer.tokenizer, calibration, args.alpha)
-    graphs = {"ort-dynamic": work / "dyn.onnx", "ort-dynamic-smooth": work / "dyn-smooth.onnx"}
-    write_int8_dynamic(fp32, graphs["ort-dynamic"])
-    write_int8_dynamic(smoothed, graphs["ort-dynamic-smooth"])
+    calibration = batches(transformer.tokenizer, smoothquant.calibration_texts())
+    smoothed = onnx.load(str(fp32))
+    smoothquant.smooth(smoothed, [feed for _, feed in calibration], args.alpha)
+    onnx.save(smoothed, str(work / "smooth-fp32.onnx"))
+    write_int8_dynamic(fp32, work / "dyn.onnx")
+    write_int8_dynamic(work / "smooth-fp32.onnx", work / "dyn-smooth.onnx")
     ort_nbits8(fp32, work / "nbits8.onnx")
-    quantize_int8_weights(transformer, fp32, work / "w8.onnx")
-    quantize_int8_weights(transformer, smoothed, work / "w8-smooth.onnx")
+    quantize_int8_weights(transformer, fp32, work / "w8.onnx", smooth=False)
+    quantize_int8_weights(transformer, fp32, work / "w8-smooth.onnx")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
@@ -175,12 +131,12 @@ def main(argv: list[str] | None = None) -> None:
 
     runners = {
         "ort-fp32": ort_runner(fp32),
-        "ort-dynamic": ort_runner(graphs["ort-dynamic"]),
-        "ort-dynamic-smooth": ort_runner(graphs["ort-dynamic-smooth"]),
+        "ort-dynamic": ort_runner(work / "dyn.onnx"),
+        "ort-dynamic-smooth": ort_runner(work / "dyn-smooth.onnx"),
         "ort-nbits8": ort_runner(work / "nbits8.onnx"),
-        "ov-int8": ov_runner(work / "w8.onnx"),
+        "ov-int8-plain": ov_runner(work / "w8.onnx"),
         "ov-int8-token": ov_runner(work / "w8.onnx", group=384),
-        "ov-int8-smooth": ov_runner(work / "w8-smooth.onnx"),
+        "ov-int8": ov_runner(work / "w8-smooth.onnx"),
     }
     corpus = load_corpus(args.n, seed=0, lang="en")
     work_batches = batches(transformer.tokenizer, corpus)

@@ -34,10 +34,10 @@ TEXTS = [
     "The committee will publish its findings next spring.",
 ]
 FP32_ATOL = 1e-4
-# Mean-pooled cosine to torch fp32 measured on TEXTS: ONNX Runtime int8 mean 0.9906 / min 0.9798,
-# OpenVINO int8 0.9990 / 0.9973 (per-tensor weights instead of per-channel: 0.964 / 0.80 on STSb).
-INT8_MEAN_COSINE = 0.985
-INT8_MIN_COSINE = 0.96
+# Mean-pooled cosine to torch fp32 measured on TEXTS: ONNX Runtime int8 mean 0.9901 / min 0.9802,
+# OpenVINO int8 0.9995 / 0.9988 with SmoothQuant (0.9990 / 0.9973 without it; per-tensor weights
+# instead of per-channel: 0.964 / 0.80 on STSb). Thresholds per backend: (mean, min).
+INT8_COSINE = {"onnx": (0.985, 0.96), "openvino": (0.998, 0.996)}
 ARTIFACTS = "munjang.inference.artifacts"
 
 
@@ -129,8 +129,9 @@ def test_int8_stays_close_to_fp32(backend, batch, reference, kind):
     assert out.dtype == torch.float32 and out.shape == reference.shape
     assert real_diff(out, reference, batch) > FP32_ATOL, "int8 output identical to fp32: not quantized?"
     cosine = pooled_cosine(out, reference, batch["attention_mask"])
-    assert float(cosine.mean()) >= INT8_MEAN_COSINE, cosine
-    assert float(cosine.min()) >= INT8_MIN_COSINE, cosine
+    mean, least = INT8_COSINE[kind]
+    assert float(cosine.mean()) >= mean, cosine
+    assert float(cosine.min()) >= least, cosine
 
 
 def test_missing_token_types_and_empty_batch(backend, batch, reference):

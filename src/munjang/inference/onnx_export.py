@@ -13,7 +13,8 @@ Variants, each a cached artefact (see `artifacts`):
   "Add" has no dynamic int8 form, so only MatMul changes); quantizing the fused graph was slower.
 - "int8-weights": "fp32" with int8 symmetric per-channel weights behind DequantizeLinear and float
   activations, for OpenVINO, which runs these MatMuls as int8 with activations quantized on the fly
-  (the same graph NNCF's INT8_SYM weight compression writes).
+  (the same graph NNCF's INT8_SYM weight compression writes), after SmoothQuant (`smoothquant.py`)
+  has moved the activations' outlier channels into the weights.
 
 Every new graph is run on a few sentences and compared with the torch model before it is stored.
 """
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import smoothquant
 from .artifacts import (
     ARTIFACT_FORMAT,
     artifact_dir,
@@ -296,16 +298,19 @@ def quantize_int8_dynamic(transformer: Any, src: Path, dst: Path) -> dict[str, A
     return {"quantization": settings}
 
 
-def quantize_int8_weights(transformer: Any, src: Path, dst: Path) -> dict[str, Any]:
+def quantize_int8_weights(transformer: Any, src: Path, dst: Path, smooth: bool = True) -> dict[str, Any]:
     """Write `src` with int8 symmetric per-output-channel MatMul weights (DequantizeLinear) to `dst`; checked.
 
     Only float32 2-D initializers read solely as the B input of MatMul nodes are quantized, so shared
-    weights (e.g. tied embeddings read by a Gather) keep their float copy.
+    weights (e.g. tied embeddings read by a Gather) keep their float copy. `smooth` applies SmoothQuant
+    first (calibrated on the bundled demo sentences).
     """
     import onnx
     from onnx import helper, numpy_helper
 
     model = onnx.load(str(src))
+    texts = smoothquant.calibration_texts() if smooth else []
+    smoothed = smoothquant.smooth(model, _numpy_batches(transformer, texts)) if smooth else 0
     graph = model.graph
     initializers = {init.name: init for init in graph.initializer}
     uses: dict[str, list[tuple[str, int]]] = {}
@@ -350,7 +355,27 @@ def quantize_int8_weights(transformer: Any, src: Path, dst: Path) -> dict[str, A
     onnx.save(model, str(dst))
     batch = _probe_batch(transformer)
     _check_outputs(dst, batch, _reference_of(transformer, batch), "int8")
-    return {"quantization": {"per_channel": True, "weights": "int8 symmetric", "matmuls": len(dequantized)}}
+    return {
+        "quantization": {"per_channel": True, "weights": "int8 symmetric", "matmuls": len(dequantized)},
+        "smoothquant": {
+            "alpha": smoothquant.ALPHA,
+            "matmul_inputs": smoothed,
+            "calibration_sentences": len(texts),
+        }
+        if smooth
+        else None,
+    }
+
+
+def _numpy_batches(transformer: Any, texts: Sequence[str], rows: int = 16) -> list[dict[str, np.ndarray]]:
+    """`texts` as the graph's int64 inputs, `rows` sentences per padded batch."""
+    features = transformer.tokenize(list(texts))
+    names = input_names(transformer)
+    batches = []
+    for start in range(0, len(texts), rows):
+        batch = transformer.collate(features, list(range(start, min(start + rows, len(texts)))))
+        batches.append({n: np.ascontiguousarray(batch[n].numpy().astype(np.int64)) for n in names})
+    return batches
 
 
 _DERIVE = {"int8-dynamic": quantize_int8_dynamic, "int8-weights": quantize_int8_weights}
@@ -381,6 +406,8 @@ def onnx_artifact(
     }
     if variant in _BUILT_BY_ONNXRUNTIME:
         expect["onnxruntime"] = onnxruntime_module().__version__
+    if variant == "int8-weights":
+        expect["recipe"] = smoothquant.RECIPE
 
     def build(tmp: Path) -> dict[str, Any]:
         if variant == "fp32":
