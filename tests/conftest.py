@@ -82,3 +82,12 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.get_uri()
     finally:
         server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """MUNJANG_CACHE pointed at a fresh folder for one test module: artefacts never go to ~/.cache."""
+    path = tmp_path_factory.mktemp("munjang-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MUNJANG_CACHE", str(path))
+        yield path

@@ -8,7 +8,7 @@ import logging
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,9 @@ ARTIFACTS = "munjang.inference.artifacts"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def cache(isolated_cache: Path) -> Path:
     """User-cache artefacts of every test here go under tmp, never to ~/.cache."""
-    path = tmp_path_factory.mktemp("munjang-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MUNJANG_CACHE", str(path))
-        yield path
+    return isolated_cache
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ closer to fp32 than without it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +28,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("munjang-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MUNJANG_CACHE", str(path))
-        yield path
+def cache(isolated_cache: Path) -> Path:
+    return isolated_cache
 
 
 @pytest.fixture(scope="module")
