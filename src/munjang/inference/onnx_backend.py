@@ -16,23 +16,9 @@ import numpy as np
 import torch
 
 from .base import BACKENDS, BackendError
-from .onnx_export import OUTPUT_NAME, onnxruntime_module, open_artifact
+from .onnx_export import OUTPUT_NAME, batch_arrays, onnxruntime_module, open_artifact
 
 logger = logging.getLogger(__name__)
-
-
-def batch_arrays(batch: dict[str, torch.Tensor], names: list[str]) -> dict[str, np.ndarray]:
-    """The graph's inputs as C-contiguous int64 numpy arrays (zero token types when the batch has none)."""
-    ids = batch["input_ids"]
-    feed = {}
-    for name in names:
-        tensor = batch.get(name)
-        if tensor is None:
-            if name != "token_type_ids":
-                raise KeyError(f"the batch has no {name!r}")
-            tensor = torch.zeros_like(ids)
-        feed[name] = np.ascontiguousarray(tensor.detach().to("cpu", torch.int64).numpy())
-    return feed
 
 
 def check_precision(backend: str, precision: str) -> None:

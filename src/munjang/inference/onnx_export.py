@@ -89,6 +89,20 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+def batch_arrays(batch: dict[str, torch.Tensor], names: list[str]) -> dict[str, np.ndarray]:
+    """The graph's inputs as C-contiguous int64 numpy arrays (zero token types when the batch has none)."""
+    ids = batch["input_ids"]
+    feed = {}
+    for name in names:
+        tensor = batch.get(name)
+        if tensor is None:
+            if name != "token_type_ids":
+                raise KeyError(f"the batch has no {name!r}")
+            tensor = torch.zeros_like(ids)
+        feed[name] = np.ascontiguousarray(tensor.detach().to("cpu", torch.int64).numpy())
+    return feed
+
+
 def _probe_batch(transformer: Any, rows: Sequence[int] = (0, 1, 2)) -> dict[str, torch.Tensor]:
     return dict(transformer.collate(transformer.tokenize(_PROBE_TEXTS), list(rows)))
 
@@ -368,14 +382,13 @@ def quantize_int8_weights(transformer: Any, src: Path, dst: Path, smooth: bool =
 
 
 def _numpy_batches(transformer: Any, texts: Sequence[str], rows: int = 16) -> list[dict[str, np.ndarray]]:
-    """`texts` as the graph's int64 inputs, `rows` sentences per padded batch."""
+    """`texts` as the graph's inputs, `rows` sentences per padded batch."""
     features = transformer.tokenize(list(texts))
     names = input_names(transformer)
-    batches = []
-    for start in range(0, len(texts), rows):
-        batch = transformer.collate(features, list(range(start, min(start + rows, len(texts)))))
-        batches.append({n: np.ascontiguousarray(batch[n].numpy().astype(np.int64)) for n in names})
-    return batches
+    return [
+        batch_arrays(transformer.collate(features, list(range(start, min(start + rows, len(texts))))), names)
+        for start in range(0, len(texts), rows)
+    ]
 
 
 _DERIVE = {"int8-dynamic": quantize_int8_dynamic, "int8-weights": quantize_int8_weights}

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from .base import BackendError
-from .onnx_backend import batch_arrays, check_precision
-from .onnx_export import open_artifact
+from .onnx_backend import check_precision
+from .onnx_export import batch_arrays, open_artifact
 
 logger = logging.getLogger(__name__)
 

@@ -57,14 +57,19 @@ def activation_maxima(
 
     from .onnx_export import onnxruntime_module
 
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
+    # The tensors become extra graph outputs for one serialization, not a copy of the whole model.
+    outputs = len(model.graph.output)
     for name in names:
-        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+        model.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    try:
+        graph_bytes = model.SerializeToString()
+    finally:
+        del model.graph.output[outputs:]
     ort = onnxruntime_module()
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(graph_bytes, options, providers=["CPUExecutionProvider"])
+    del graph_bytes
     inputs = [i.name for i in session.get_inputs()]
     maxima: dict[str, np.ndarray] = {}
     for batch in batches:

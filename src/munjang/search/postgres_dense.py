@@ -42,8 +42,7 @@ class PostgresDense:
 
     def __bool__(self) -> bool:
         """Whether any document is stored, without counting them all (searches ask this first)."""
-        row = self.store.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.store.t('documents')})").fetchone()
-        return bool(row[0])
+        return self.store.has_documents()
 
     def ids(self) -> np.ndarray:
         return self.store.labels_matching("TRUE", [])
@@ -76,11 +75,7 @@ class PostgresDense:
             rows = self._query(vector, k, condition, params, exact)
             if not exact and len(rows) < k:
                 if matching is None:
-                    matching = int(
-                        self.store.conn.execute(
-                            f"SELECT count(*) FROM {self.store.t('documents')} WHERE {condition}", params
-                        ).fetchone()[0]
-                    )
+                    matching = self.store.count_matching(condition, params)
                 if len(rows) < min(k, matching):
                     rows = self._query(vector, k, condition, params, exact=True)
             for j, (label, distance) in enumerate(rows):

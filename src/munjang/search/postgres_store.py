@@ -297,6 +297,14 @@ class PostgresStore:
             yield from (r[1] for r in rows)
             last = rows[-1][0]
 
+    def has_documents(self) -> bool:
+        """Whether any document is stored, without counting them all."""
+        return bool(self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')})").fetchone()[0])
+
+    def count_matching(self, where: str, params: Sequence[Any]) -> int:
+        query = f"SELECT count(*) FROM {self.t('documents')} WHERE {where}"
+        return int(self.conn.execute(query, list(params)).fetchone()[0])
+
     def labels_matching(self, where: str, params: Sequence[Any]) -> np.ndarray:
         rows = self.conn.execute(
             f"SELECT label FROM {self.t('documents')} WHERE {where} ORDER BY label", list(params)
