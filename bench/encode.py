@@ -146,6 +146,7 @@ def systems(args: argparse.Namespace) -> list[System]:
         System("munjang onnx fp32", "munjang", "onnx", "fp32", here),
         System("munjang onnx int8", "munjang", "onnx", "int8", here),
         System("munjang openvino fp32", "munjang", "openvino", "fp32", here),
+        System("munjang openvino bf16", "munjang", "openvino", "bf16", here),
         System("munjang openvino int8", "munjang", "openvino", "int8", here),
         System("st torch fp32", "st", "torch", "fp32", here),
         System("st onnx fp32", "st", "onnx", "fp32", peers, error=ST_ONNX_REASON),

@@ -14,10 +14,18 @@ Variants (all from munjang's own fp32 ONNX export of the model):
   - ov-int8-plain: OpenVINO with int8 weights, activations quantized on the fly in groups of 32
     (munjang's `openvino` int8 backend before SmoothQuant);
   - ov-int8-token: the same with one group per token (DYNAMIC_QUANTIZATION_GROUP_SIZE 384);
-  - ov-int8: SmoothQuant first, then as ov-int8-plain: munjang's `openvino` int8 backend.
+  - ov-int8: SmoothQuant first, then as ov-int8-plain: munjang's `openvino` int8 backend;
+  - ov-fp32 / ov-bf16: OpenVINO on the fp32 graph with f32 / bf16 inference precision (munjang's
+    `openvino` fp32 and bf16 backends): bf16 matmuls with float accumulation, no quantization;
+  - ov-static: NNCF post-training static int8 (`nncf.quantize`, transformer model type: SmoothQuant,
+    int8 activations with calibrated per-tensor ranges, fast bias correction), calibrated on STSb
+    sentences held apart from the timed corpus: what sentence-transformers' openvino int8 export does;
+  - ov-static-ac: NNCF's accuracy control on the SmoothQuant int8-weight graph: static int8 first,
+    then the quantizers that hurt most are reverted (those MatMuls stay on the dynamic int8 path)
+    until the mean cosine to fp32 on a second held-apart set is within --max-drop.
 
     python bench/int8_variants.py                 # all-MiniLM-L6-v2, 10,000 English sentences
-    python bench/int8_variants.py --n 2000 --rounds 1
+    python bench/int8_variants.py --n 2000 --rounds 1 --no-nncf
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
     p.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength (default 0.5)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--calibration", type=int, default=2000, help="held-apart sentences for NNCF")
+    p.add_argument("--max-drop", type=float, default=0.0006, help="ov-static-ac: mean-cosine budget")
+    p.add_argument("--no-nncf", action="store_true", help="skip the NNCF static int8 variants")
     p.add_argument("--name", default="int8_variants")
     return p.parse_args(argv)
 
@@ -81,6 +92,45 @@ def ort_nbits8(src: Path, dst: Path) -> None:
     quantizer.model.save_model_to_file(str(dst))
 
 
+def pooled(tokens: np.ndarray, feed: dict[str, np.ndarray]) -> np.ndarray:
+    """Mean-pooled, L2-normalized sentence vectors of one batch."""
+    mask = feed["attention_mask"][..., None]
+    vectors = (tokens * mask).sum(axis=1) / mask.sum(axis=1)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def nncf_variants(
+    core: Any, fp32: Path, weights_int8: Path, calibration: list, validation: list, max_drop: float
+) -> dict[str, Any]:
+    """NNCF static int8 of the fp32 graph, and accuracy-controlled static int8 of the int8-weight graph."""
+    import nncf
+
+    names = [p.get_any_name() for p in core.read_model(str(fp32)).inputs]
+    common = {"model_type": nncf.ModelType.TRANSFORMER, "subset_size": len(calibration)}
+    data = nncf.Dataset(calibration, lambda feed: {k: feed[k] for k in names})
+    static = nncf.quantize(core.read_model(str(fp32)), data, **common)
+
+    def validate(compiled: Any, items: Any) -> float:
+        request = compiled.create_infer_request()
+        inputs = [p.get_any_name() for p in compiled.inputs]
+        cosines = [
+            (pooled(np.asarray(request.infer({k: feed[k] for k in inputs})[0]), feed) * ref).sum(axis=1)
+            for feed, ref in items
+        ]
+        return float(np.concatenate(cosines).mean())
+
+    controlled = nncf.quantize_with_accuracy_control(
+        core.read_model(str(weights_int8)),
+        calibration_dataset=data,
+        validation_dataset=nncf.Dataset(validation, lambda item: {k: item[0][k] for k in names}),
+        validation_fn=validate,
+        max_drop=max_drop,
+        drop_type=nncf.DropType.ABSOLUTE,
+        **common,
+    )
+    return {"ov-static": static, "ov-static-ac": controlled}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     env = print_environment()
@@ -116,15 +166,17 @@ def main(argv: list[str] | None = None) -> None:
         names = [i.name for i in session.get_inputs()]
         return lambda feed: session.run(None, {k: feed[k] for k in names})[0]
 
-    def ov_runner(path: Path, group: int | None = None) -> Any:
+    def ov_runner(model: Path | Any, group: int | None = None, precision: str = "f32") -> Any:
         config: dict[str, Any] = {
             "PERFORMANCE_HINT": "LATENCY",
             "INFERENCE_NUM_THREADS": args.threads,
-            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_PRECISION_HINT": precision,
         }
         if group is not None:
             config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = group
-        compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+        if isinstance(model, Path):
+            model = core.read_model(str(model))
+        compiled = core.compile_model(model, "CPU", config)
         request = compiled.create_infer_request()
         names = [p.get_any_name() for p in compiled.inputs]
         return lambda feed: request.infer({k: feed[k] for k in names})[0]
@@ -137,17 +189,31 @@ def main(argv: list[str] | None = None) -> None:
         "ov-int8-plain": ov_runner(work / "w8.onnx"),
         "ov-int8-token": ov_runner(work / "w8.onnx", group=384),
         "ov-int8": ov_runner(work / "w8-smooth.onnx"),
+        "ov-fp32": ov_runner(fp32),
+        "ov-bf16": ov_runner(fp32, precision="bf16"),
     }
-    corpus = load_corpus(args.n, seed=0, lang="en")
+    pool = load_corpus(15487, seed=0, lang="en")  # every distinct STSb sentence, shuffled
+    corpus = pool[: args.n]
     work_batches = batches(transformer.tokenizer, corpus)
+    if not args.no_nncf:
+        held_apart = pool[args.n :]
+        if len(held_apart) < args.calibration + 500:
+            raise SystemExit(f"--n {args.n} leaves too few held-apart sentences for NNCF calibration")
+        calibration = [feed for _, feed in batches(transformer.tokenizer, held_apart[: args.calibration])]
+        reference_run = runners["ov-fp32"]
+        validation = [
+            (feed, pooled(np.asarray(reference_run(feed)), feed))
+            for _, feed in batches(transformer.tokenizer, held_apart[args.calibration :])
+        ]
+        for name, model in nncf_variants(
+            core, fp32, work / "w8-smooth.onnx", calibration, validation, args.max_drop
+        ).items():
+            runners[name] = ov_runner(model)
 
     def encode(run: Any) -> np.ndarray:
         out = np.zeros((len(corpus), transformer.hidden_size), np.float32)
         for rows, feed in work_batches:
-            tokens = np.asarray(run(feed))
-            mask = feed["attention_mask"][..., None]
-            pooled = (tokens * mask).sum(axis=1) / mask.sum(axis=1)
-            out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[rows] = pooled(np.asarray(run(feed)), feed)
         return out
 
     reference = encode(runners["ort-fp32"])
@@ -179,6 +245,7 @@ def main(argv: list[str] | None = None) -> None:
         "model": "all-MiniLM-L6-v2 (embedded)",
         "n": len(corpus),
         "alpha": args.alpha,
+        "nncf": None if args.no_nncf else {"calibration": args.calibration, "max_drop": args.max_drop},
         "results": results,
     }
     print(f"result: {write_result(args.name, payload, env)}")

@@ -131,6 +131,34 @@ def test_int8_stays_close_to_fp32(backend, batch, reference, kind):
     assert float(cosine.min()) >= least, cosine
 
 
+def openvino_has_bf16() -> bool:
+    import openvino
+
+    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def test_openvino_bf16_runs_bf16_at_fp32_accuracy_or_says_why_not(backend, batch, reference, encoder):
+    """bf16 compiles the fp32 graph with bf16 inference precision: half-precision matmuls, float
+    accumulation, so pooled vectors stay within ~1e-5 cosine; a CPU without bf16 gets a clear error."""
+    openvino = pytest.importorskip("openvino")
+    if not openvino_has_bf16():
+        from munjang.inference.openvino_backend import OpenVinoBackend
+
+        with pytest.raises(BackendError, match="bf16 instructions"):
+            OpenVinoBackend(encoder.transformer, precision="bf16")
+        return
+    be = backend("openvino", "bf16")
+    out = be.token_embeddings(batch)
+    assert be._compiled.get_property("INFERENCE_PRECISION_HINT") == openvino.Type.bf16
+    assert out.dtype == torch.float32 and out.shape == reference.shape
+    assert real_diff(out, reference, batch) > FP32_ATOL, "bf16 output identical to fp32: not bf16?"
+    cosine = pooled_cosine(out, reference, batch["attention_mask"])
+    assert float(cosine.mean()) >= 0.9999 and float(cosine.min()) >= 0.9995, cosine
+    fp32 = backend("openvino", "fp32")
+    assert fp32._compiled.get_property("INFERENCE_PRECISION_HINT") == openvino.Type.f32
+    assert fp32.model_path == be.model_path  # one cached graph serves both precisions
+
+
 def test_missing_token_types_and_empty_batch(backend, batch, reference):
     be = backend("onnx", "fp32")
     without = {k: v for k, v in batch.items() if k != "token_type_ids"}

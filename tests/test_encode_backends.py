@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import munjang
+from munjang.inference import BackendError
+from munjang.inference.backends import resolve_backend
+from munjang.inference.hardware import cpu_has_fast_bf16
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -24,6 +28,7 @@ CASES = [
     ("onnx", "fp32", 1e-4, None),
     ("onnx", "int8", None, (0.985, 0.96)),
     ("openvino", "fp32", 1e-4, None),
+    ("openvino", "bf16", None, (0.9995, 0.999)),
     ("openvino", "int8", None, (0.998, 0.995)),
 ]
 
@@ -39,7 +44,12 @@ def isolated_encoder(tmp_path_factory, minilm_path):
 @pytest.mark.parametrize("backend,precision,max_diff,cosines", CASES)
 def test_backend_agrees_with_torch_fp32(isolated_encoder, backend, precision, max_diff, cosines):
     if backend == "openvino":
-        pytest.importorskip("openvino")
+        openvino = pytest.importorskip("openvino")
+        capabilities = openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        if precision == "bf16" and "BF16" not in capabilities:
+            with pytest.raises(BackendError, match="bf16 instructions"):
+                isolated_encoder.encode(TEXTS, backend=backend, precision=precision)
+            return
     enc = isolated_encoder
     reference = enc.encode(TEXTS, backend="torch", precision="fp32")
     got = enc.encode(TEXTS, backend=backend, precision=precision)
@@ -66,3 +76,15 @@ def test_default_backend_set_per_model(isolated_encoder, minilm_path):
     assert (enc.backend_name, enc.precision) == ("onnx", "fp32")
     assert enc.backend().name == "onnx"
     np.testing.assert_allclose(enc.encode(TEXTS), isolated_encoder.encode(TEXTS), atol=1e-4)
+
+
+def test_auto_precision_is_the_fastest_at_fp32_accuracy():
+    cpu = torch.device("cpu")
+    fast = "bf16" if cpu_has_fast_bf16() else "fp32"
+    assert resolve_backend("torch", "auto", cpu) == ("torch", fast)
+    assert resolve_backend("openvino", "auto", cpu) == ("openvino", fast)
+    assert resolve_backend("onnx", "auto", cpu) == ("onnx", "fp32")
+    with pytest.raises(ValueError, match="offers precision fp32, int8"):
+        resolve_backend("onnx", "bf16", cpu)
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        resolve_backend("openvino", "auto", torch.device("cuda"))

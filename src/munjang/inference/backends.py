@@ -16,16 +16,17 @@ if TYPE_CHECKING:
 
 def resolve_backend(backend: str, precision: str, device: torch.device) -> tuple[str, str]:
     """Check the names and turn precision "auto" into the fastest precision that keeps fp32 accuracy
-    on `device` (bf16 where the CPU has bf16 matrix instructions or on a GPU, else fp32)."""
+    on `device`: bf16 where the CPU has bf16 matrix instructions (torch, openvino) or on a GPU
+    (torch), else fp32."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    if backend != "torch" and device.type != "cpu":
+        raise ValueError(f"the {backend} backend runs on the CPU; move the encoder to cpu or use torch")
     if precision == "auto":
-        precision = best_precision(device) if backend == "torch" else "fp32"
+        precision = best_precision(device) if backend in ("torch", "openvino") else "fp32"
     if precision not in BACKENDS[backend]:
         offered = ", ".join(BACKENDS[backend])
         raise ValueError(f"the {backend} backend offers precision {offered} (or auto), not {precision!r}")
-    if backend != "torch" and device.type != "cpu":
-        raise ValueError(f"the {backend} backend runs on the CPU; move the encoder to cpu or use torch")
     return backend, precision
 
 

@@ -12,7 +12,7 @@ from ..errors import MunjangError
 BACKENDS: dict[str, tuple[str, ...]] = {
     "torch": ("fp32", "bf16", "fp16"),
     "onnx": ("fp32", "int8"),
-    "openvino": ("fp32", "int8"),
+    "openvino": ("fp32", "bf16", "int8"),
 }
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 
