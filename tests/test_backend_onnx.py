@@ -19,6 +19,7 @@ import munjang
 from munjang.hub import embedded_default_path
 from munjang.inference.artifacts import artifact_dir, file_sha256, manifest_path, model_fingerprint
 from munjang.inference.base import BackendError, TokenBackend
+from munjang.inference.hardware import cpu_has_fast_bf16
 from munjang.inference.onnx_backend import OnnxBackend
 from munjang.inference.onnx_export import onnx_artifact
 
@@ -131,17 +132,11 @@ def test_int8_stays_close_to_fp32(backend, batch, reference, kind):
     assert float(cosine.min()) >= least, cosine
 
 
-def openvino_has_bf16() -> bool:
-    import openvino
-
-    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-
-
 def test_openvino_bf16_runs_bf16_at_fp32_accuracy_or_says_why_not(backend, batch, reference, encoder):
     """bf16 compiles the fp32 graph with bf16 inference precision: half-precision matmuls, float
     accumulation, so pooled vectors stay within ~1e-5 cosine; a CPU without bf16 gets a clear error."""
     openvino = pytest.importorskip("openvino")
-    if not openvino_has_bf16():
+    if not cpu_has_fast_bf16():
         from munjang.inference.openvino_backend import OpenVinoBackend
 
         with pytest.raises(BackendError, match="bf16 instructions"):
@@ -157,6 +152,15 @@ def test_openvino_bf16_runs_bf16_at_fp32_accuracy_or_says_why_not(backend, batch
     fp32 = backend("openvino", "fp32")
     assert fp32._compiled.get_property("INFERENCE_PRECISION_HINT") == openvino.Type.f32
     assert fp32.model_path == be.model_path  # one cached graph serves both precisions
+
+
+def test_openvino_bf16_on_a_cpu_without_bf16_names_the_missing_instructions(encoder, monkeypatch):
+    pytest.importorskip("openvino")
+    from munjang.inference import openvino_backend
+
+    monkeypatch.setattr(openvino_backend, "cpu_has_fast_bf16", lambda: False)
+    with pytest.raises(BackendError, match="bf16 instructions"):
+        openvino_backend.OpenVinoBackend(encoder.transformer, precision="bf16")
 
 
 def test_missing_token_types_and_empty_batch(backend, batch, reference):

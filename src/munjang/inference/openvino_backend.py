@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .base import BackendError
+from .hardware import cpu_has_fast_bf16
 from .onnx_backend import check_precision
 from .onnx_export import batch_arrays, open_artifact
 
@@ -64,7 +65,7 @@ class OpenVinoBackend:
         self.hidden_size = int(transformer.hidden_size)
         variant = "int8-weights" if precision == "int8" else "fp32"
         core = ov.Core()
-        if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        if precision == "bf16" and not cpu_has_fast_bf16():  # the same test "auto" makes
             raise BackendError(
                 "the openvino backend's bf16 needs a CPU with bf16 instructions (AVX-512 BF16 or AMX); "
                 "this one has none: use precision fp32 or int8"

@@ -302,6 +302,7 @@ class PostgresStore:
         return bool(self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')})").fetchone()[0])
 
     def count_matching(self, where: str, params: Sequence[Any]) -> int:
+        """How many documents satisfy the compiled filter `where` (with its `params`)."""
         query = f"SELECT count(*) FROM {self.t('documents')} WHERE {where}"
         return int(self.conn.execute(query, list(params)).fetchone()[0])
 
