@@ -26,7 +26,7 @@ from .formats import (
 )
 from .hub import resolve_model_path
 from .inference.backends import build_backend, resolve_backend
-from .inference.base import TokenBackend
+from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
 from .modules import Dense, Module, Normalize, Pooling, Transformer
@@ -72,7 +72,8 @@ class SentenceEncoder(nn.Sequential):
         self.model_folder: Path | None = None
         self.backend_name, self.precision = "torch", "fp32"
         self.backend_options: dict[str, Any] = {}
-        self._backends: dict[tuple[str, str, torch.device], TokenBackend] = {}
+        # (backend, precision, device, options) -> the backend built for them
+        self._backends: dict[tuple[Any, ...], TokenBackend] = {}
         self._prompt_lengths: dict[str, int] = {}
         self.to(resolve_device(device))
         self.eval()
@@ -210,7 +211,7 @@ class SentenceEncoder(nn.Sequential):
         """The backend object for (backend, precision), built on first use and cached (exported
         ONNX/OpenVINO artefacts are also cached on disk beside the model)."""
         name, prec = resolve_backend(backend or self.backend_name, precision or self.precision, self.device)
-        key = (name, prec, self.device)
+        key = (name, prec, self.device, tuple(sorted(self.backend_options.items())))
         found = self._backends.get(key)
         if found is None:
             found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
@@ -219,10 +220,12 @@ class SentenceEncoder(nn.Sequential):
 
     def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
         """Run a few inputs of different lengths through the chosen backend so the first real call
-        pays no set-up (weight casts, kernel selection): call once before serving traffic."""
+        pays no set-up (weight casts, kernel selection): call once before serving traffic. The
+        one-row batches also build a pipelined backend's throughput model (OpenVINO's streams)."""
         words = ["warm", "up", "the", "sentence", "encoder", "before", "the", "first", "request", "arrives"]
         texts = [" ".join(words[: 1 + i % len(words)] * (1 + i // 4)) for i in range(8)]
         self.encode(texts, backend=backend, precision=precision, show_progress_bar=False)
+        self.encode(texts, backend=backend, precision=precision, batch_size=1, show_progress_bar=False)
         self.encode(texts[0], backend=backend, precision=precision)
 
     @torch.inference_mode()
@@ -397,36 +400,40 @@ class SentenceEncoder(nn.Sequential):
             sentence_out = torch.empty((total, dim), dtype=torch.float32)
         modules = list(self)[1:]
         bar = tqdm(total=total, desc="Encoding", unit="sent", disable=not show_progress_bar)
-        with bar, torch_threads(1 if runner.name != "torch" else None):
+
+        def batches() -> Iterator[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
             for chunk in chunks:
                 encoded = chunk.value
                 lengths = [len(ids) for ids in encoded["input_ids"]]
                 for rows in token_budget_batches(lengths, max_tokens, batch_size):
                     batch = {k: v.to(runner.device) for k, v in transformer.collate(encoded, rows).items()}
-                    tokens = runner.token_embeddings(batch).to(self.device)
-                    mask = batch["attention_mask"].to(self.device)
-                    global_rows = torch.from_numpy(rows + chunk.start)
-                    if output_value == "token_embeddings":
-                        keep = mask.bool()
-                        for r, i in enumerate(global_rows.tolist()):
-                            token_out[i] = tokens[r][keep[r]].float().cpu()
-                        bar.update(len(rows))
-                        continue
-                    features: dict[str, Any] = {
-                        "token_embeddings": tokens,
-                        "attention_mask": mask,
-                        "prompt_length": prompt_length,
-                    }
-                    for module in modules:
-                        features = module(features)
-                    vectors = features["sentence_embedding"]
-                    if truncate_dim is not None:
-                        vectors = vectors[:, :truncate_dim]
-                    if normalize_embeddings:
-                        vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
-                    assert sentence_out is not None
-                    sentence_out[global_rows] = vectors.float().cpu()
-                    bar.update(len(rows))
+                    yield torch.from_numpy(rows + chunk.start), batch
+
+        with bar, torch_threads(1 if runner.name != "torch" else None):
+            for global_rows, batch, tokens in map_token_embeddings(runner, batches()):
+                tokens = tokens.to(self.device)
+                mask = batch["attention_mask"].to(self.device)
+                if output_value == "token_embeddings":
+                    keep = mask.bool()
+                    for r, i in enumerate(global_rows.tolist()):
+                        token_out[i] = tokens[r][keep[r]].float().cpu()
+                    bar.update(len(global_rows))
+                    continue
+                features: dict[str, Any] = {
+                    "token_embeddings": tokens,
+                    "attention_mask": mask,
+                    "prompt_length": prompt_length,
+                }
+                for module in modules:
+                    features = module(features)
+                vectors = features["sentence_embedding"]
+                if truncate_dim is not None:
+                    vectors = vectors[:, :truncate_dim]
+                if normalize_embeddings:
+                    vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+                assert sentence_out is not None
+                sentence_out[global_rows] = vectors.float().cpu()
+                bar.update(len(global_rows))
 
         return sentence_out, token_out
 

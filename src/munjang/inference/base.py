@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator
+from typing import Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -37,3 +38,28 @@ class TokenBackend(Protocol):
     def device(self) -> torch.device: ...
 
     def token_embeddings(self, batch: dict[str, torch.Tensor]) -> torch.Tensor: ...
+
+
+Batch = dict[str, torch.Tensor]
+K = TypeVar("K")
+
+
+@runtime_checkable
+class PipelinedBackend(TokenBackend, Protocol):
+    """A backend that runs several batches at once (OpenVINO's throughput streams): given a stream of
+    (key, batch) it yields (key, batch, token vectors) in the same order, computing ahead."""
+
+    def token_embeddings_many(
+        self, items: Iterable[tuple[K, Batch]]
+    ) -> Iterator[tuple[K, Batch, torch.Tensor]]: ...
+
+
+def map_token_embeddings(
+    runner: TokenBackend, items: Iterable[tuple[K, Batch]]
+) -> Iterator[tuple[K, Batch, torch.Tensor]]:
+    """(key, batch, token vectors) for each (key, batch), in order: pipelined where the backend can."""
+    if isinstance(runner, PipelinedBackend):
+        yield from runner.token_embeddings_many(items)
+        return
+    for key, batch in items:
+        yield key, batch, runner.token_embeddings(batch)

@@ -10,19 +10,30 @@ graph); end to end it is within machine noise of int8, closer to fp32, and needs
 compiles the graph whose MatMul weights are int8 (per output channel, symmetric); OpenVINO
 then runs those MatMuls in int8, quantizing activations on the fly in groups, which is both faster and
 closer to fp32 than feeding it ONNX Runtime's dynamically quantized graph (measured slower than fp32).
+
+Calls with many batches (`token_embeddings_many`, which `encode` uses) run on a second compilation of
+the same graph with OpenVINO's throughput hint: one stream per thread (up to 4 threads), a batch in
+flight on each and one queued, results in input order. Streams never wait for each other at a layer
+boundary and the caller pads and pools while they run: on 2 cores, MiniLM bf16 encodes 7% faster end to
+end than one batch at a time with both threads (same vectors). Single sentences and one-batch calls keep
+the latency compilation, which gives every thread to the one request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from .base import BackendError
+from .base import BackendError, Batch
 from .hardware import cpu_has_fast_bf16
 from .onnx_backend import check_precision
 from .onnx_export import batch_arrays, open_artifact
@@ -32,6 +43,13 @@ logger = logging.getLogger(__name__)
 # One synchronous request at a time: the latency hint gives it every thread (the throughput hint
 # splits the threads into streams that a single request cannot use).
 PERFORMANCE_HINT = "LATENCY"
+# A call with at least this many batches per stream runs on the throughput-compiled model, its batches
+# spread over streams of one or a few threads each: no stream waits for another at every layer, and
+# the caller's Python work (padding, pooling) overlaps the model. Fewer batches than that would leave
+# streams idle, so they take the latency model, which gives one batch every thread.
+MIN_BATCHES_PER_STREAM = 2
+
+K = TypeVar("K")
 
 
 def _openvino() -> Any:
@@ -76,14 +94,32 @@ class OpenVinoBackend:
         self._inputs = [port.get_any_name() for port in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()
+        self._core = core
+        self._throughput: Any = None
+        self._throughput_lock = threading.Lock()
 
-    def _compile(self, core: Any, path: Path) -> Any:
-        config = {
-            "PERFORMANCE_HINT": PERFORMANCE_HINT,
+    def _compile(self, core: Any, path: Path, hint: str = PERFORMANCE_HINT) -> Any:
+        config: dict[str, Any] = {
+            "PERFORMANCE_HINT": hint,
             "INFERENCE_NUM_THREADS": self.threads,
             "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
         }
+        if hint == "THROUGHPUT":
+            config["NUM_STREAMS"] = self.streams
         return core.compile_model(core.read_model(str(path)), "CPU", config)
+
+    @property
+    def streams(self) -> int:
+        """Streams of the throughput model: one per thread up to 4 threads, then one per 4 threads
+        (MiniLM-sized matmuls scale poorly past a few threads, so more streams keep more cores busy)."""
+        return self.threads if self.threads <= 4 else max(1, self.threads // 4)
+
+    def _throughput_model(self) -> Any:
+        """The graph compiled for several requests at once, built on first use (own weight copy)."""
+        with self._throughput_lock:
+            if self._throughput is None:
+                self._throughput = self._compile(self._core, self.model_path, "THROUGHPUT")
+            return self._throughput
 
     @property
     def device(self) -> torch.device:
@@ -103,6 +139,61 @@ class OpenVinoBackend:
         result = self._request().infer(batch_arrays(batch, self._inputs))
         # The request reuses its output buffer on the next call, so the result is copied out.
         return torch.from_numpy(np.array(result[self._output], dtype=np.float32, copy=True))
+
+    def token_embeddings_many(
+        self, items: Iterable[tuple[K, Batch]]
+    ) -> Iterator[tuple[K, Batch, torch.Tensor]]:
+        """(key, batch, token vectors) in input order, batches run on all streams at once.
+
+        Calls with few batches (or one stream) run one batch at a time on the latency model.
+        """
+        items = iter(items)
+        head = list(islice(items, MIN_BATCHES_PER_STREAM * self.streams))
+        if self.streams < 2 or len(head) < MIN_BATCHES_PER_STREAM * self.streams:
+            for key, batch in chain(head, items):
+                yield key, batch, self.token_embeddings(batch)
+            return
+        compiled = self._throughput_model()
+        requests = self._stream_requests(compiled)
+        free = deque(requests)
+        pending: deque[tuple[Any, K, Batch]] = deque()
+        completed = False
+        try:
+            for key, batch in chain(head, items):
+                if min(batch["input_ids"].shape) == 0:  # nothing to run; keep the order
+                    while pending:
+                        yield self._finish(*pending.popleft(), free)
+                    yield key, batch, self.token_embeddings(batch)
+                    continue
+                if not free:
+                    yield self._finish(*pending.popleft(), free)
+                request = free.popleft()
+                request.start_async(batch_arrays(batch, self._inputs))
+                pending.append((request, key, batch))
+            while pending:
+                yield self._finish(*pending.popleft(), free)
+            completed = True
+        finally:
+            if not completed:  # the caller stopped early, or a request failed
+                for request, _, _ in pending:  # let what runs finish (cancelled requests break on reuse)
+                    with contextlib.suppress(RuntimeError):
+                        request.wait()
+                self._local.stream_requests = None  # the next call starts with fresh requests
+
+    def _stream_requests(self, compiled: Any) -> list[Any]:
+        """This thread's requests on the throughput model: one per stream and one more, so a batch is
+        queued whenever the caller is busy with a finished one."""
+        requests = getattr(self._local, "stream_requests", None)
+        if requests is None:
+            requests = [compiled.create_infer_request() for _ in range(self.streams + 1)]
+            self._local.stream_requests = requests
+        return list(requests)
+
+    def _finish(self, request: Any, key: K, batch: Batch, free: deque[Any]) -> tuple[K, Batch, torch.Tensor]:
+        request.wait()
+        tokens = torch.from_numpy(np.array(request.get_output_tensor(0).data, dtype=np.float32, copy=True))
+        free.append(request)
+        return key, batch, tokens
 
     def __repr__(self) -> str:
         return (
