@@ -12,11 +12,11 @@ then runs those MatMuls in int8, quantizing activations on the fly in groups, wh
 closer to fp32 than feeding it ONNX Runtime's dynamically quantized graph (measured slower than fp32).
 
 Calls with many batches (`token_embeddings_many`, which `encode` uses) run on a second compilation of
-the same graph with OpenVINO's throughput hint: one stream per thread (up to 4 threads), a batch in
-flight on each and one queued, results in input order. Streams never wait for each other at a layer
-boundary and the caller pads and pools while they run: on 2 cores, MiniLM bf16 encodes 7% faster end to
-end than one batch at a time with both threads (same vectors). Single sentences and one-batch calls keep
-the latency compilation, which gives every thread to the one request.
+the same graph with OpenVINO's throughput hint: one stream per thread on 2 threads (OpenVINO's choice
+beyond), a batch in flight on each and one queued, results in input order. Streams never wait for each
+other at a layer boundary and the caller pads and pools while they run: on 2 cores, MiniLM bf16 encodes
+7% faster end to end than one batch at a time with both threads (same vectors). Single sentences and
+one-batch calls keep the latency compilation, which gives every thread to the one request.
 """
 
 from __future__ import annotations
@@ -104,15 +104,18 @@ class OpenVinoBackend:
             "INFERENCE_NUM_THREADS": self.threads,
             "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
         }
-        if hint == "THROUGHPUT":
-            config["NUM_STREAMS"] = self.streams
+        if hint == "THROUGHPUT" and self.threads <= 2:
+            config["NUM_STREAMS"] = self.threads
         return core.compile_model(core.read_model(str(path)), "CPU", config)
 
     @property
     def streams(self) -> int:
-        """Streams of the throughput model: one per thread up to 4 threads, then one per 4 threads
-        (MiniLM-sized matmuls scale poorly past a few threads, so more streams keep more cores busy)."""
-        return self.threads if self.threads <= 4 else max(1, self.threads // 4)
+        """Streams of the throughput model: one per thread up to 2 threads (measured on 2 cores, and
+        OpenVINO's own choice there); beyond that OpenVINO's choice for the model and the cores, read
+        from the throughput compilation (built here if it is not yet)."""
+        if self.threads <= 2:
+            return self.threads
+        return int(self._throughput_model().get_property("NUM_STREAMS"))
 
     def _throughput_model(self) -> Any:
         """The graph compiled for several requests at once, built on first use (own weight copy)."""
@@ -153,8 +156,7 @@ class OpenVinoBackend:
             for key, batch in chain(head, items):
                 yield key, batch, self.token_embeddings(batch)
             return
-        compiled = self._throughput_model()
-        requests = self._stream_requests(compiled)
+        requests = self._checkout_requests()
         free = deque(requests)
         pending: deque[tuple[Any, K, Batch]] = deque()
         completed = False
@@ -174,19 +176,21 @@ class OpenVinoBackend:
                 yield self._finish(*pending.popleft(), free)
             completed = True
         finally:
-            if not completed:  # the caller stopped early, or a request failed
+            if completed:
+                self._local.stream_requests = requests  # reused by this thread's next call
+            else:  # the caller stopped early, or a request failed: its requests are dropped
                 for request, _, _ in pending:  # let what runs finish (cancelled requests break on reuse)
                     with contextlib.suppress(RuntimeError):
                         request.wait()
-                self._local.stream_requests = None  # the next call starts with fresh requests
 
-    def _stream_requests(self, compiled: Any) -> list[Any]:
-        """This thread's requests on the throughput model: one per stream and one more, so a batch is
-        queued whenever the caller is busy with a finished one."""
-        requests = getattr(self._local, "stream_requests", None)
+    def _checkout_requests(self) -> list[Any]:
+        """Requests on the throughput model for one call: one per stream and one more, so a batch is
+        queued whenever the caller is busy with a finished one. They are this thread's, held by the
+        call while it runs (a second call meanwhile, say from another generator, makes its own)."""
+        requests = self._local.__dict__.pop("stream_requests", None)
         if requests is None:
+            compiled = self._throughput_model()
             requests = [compiled.create_infer_request() for _ in range(self.streams + 1)]
-            self._local.stream_requests = requests
         return list(requests)
 
     def _finish(self, request: Any, key: K, batch: Batch, free: deque[Any]) -> tuple[K, Batch, torch.Tensor]:
