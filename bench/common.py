@@ -67,6 +67,9 @@ def _static_environment() -> dict[str, Any]:
     env.update({name: _version(name) for name in _PACKAGES})
     env["torch_mkldnn"] = torch.backends.mkldnn.is_available()
     env["cuda_available"] = torch.cuda.is_available()
+    if env["cuda_available"]:
+        env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        env["cuda"] = torch.version.cuda
     return env
 
 

@@ -18,6 +18,11 @@ only transformers < 4.58 while sentence-transformers 6 needs transformers >= 5: 
     python bench/encode.py                              # all-MiniLM-L6-v2, 10,000 English sentences
     python bench/encode.py --n 1000 --repeats 1         # a quick check
     python bench/encode.py --model ~/.cache/munjang/e5-small --lang ko --prompt "query: "
+    python bench/encode.py --device cuda                # on a GPU: torch fp32 / fp16 / bf16, both libraries
+
+With `--device cuda` the table holds the torch systems on the GPU (munjang and sentence-transformers,
+fp32, fp16 and bf16; sentence-transformers' half precisions are its documented `model.half()` /
+`.to(bfloat16)`), and "fastest vs fastest" compares munjang with sentence-transformers' fastest there.
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="threads per worker (default: torch's)")
     p.add_argument("--prompt", default="", help='text put before every input (e5: "query: ")')
     p.add_argument("--systems", default=None, help="comma-separated subset of system names to run")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where models run (default cpu)")
     p.add_argument(
         "--peers-python",
         default=str(REPO / ".venv-peers" / "bin" / "python"),
@@ -140,6 +146,13 @@ def calibration_sentences(lang: str, n: int = 300) -> list[str]:
 def systems(args: argparse.Namespace) -> list[System]:
     here = sys.executable
     peers = args.peers_python
+    if args.device == "cuda":
+        table = [
+            System(f"{lib} torch {precision}", lib, "torch", precision, here)
+            for lib in ("munjang", "st")
+            for precision in ("fp32", "fp16", "bf16")
+        ]
+        return _subset(table, args.systems)
     table = [
         System("munjang torch fp32", "munjang", "torch", "fp32", here),
         System("munjang torch bf16", "munjang", "torch", "bf16", here),
@@ -157,20 +170,25 @@ def systems(args: argparse.Namespace) -> list[System]:
     for s in table:
         if s.python == peers and s.error is None and not Path(peers).exists():
             s.error = f"{peers} missing: run `make bench-peers` to install sentence-transformers[openvino]"
-    if args.systems:
-        wanted = {w.strip() for w in args.systems.split(",")}
-        unknown = wanted - {s.name for s in table}
-        if unknown:
-            raise SystemExit(f"unknown systems {sorted(unknown)}; known: {[s.name for s in table]}")
-        table = [s for s in table if s.name in wanted or s.name in (REFERENCE, BASELINE)]
-    return table
+    return _subset(table, args.systems)
+
+
+def _subset(table: list[System], systems: str | None) -> list[System]:
+    """The systems named in `--systems` (plus the reference and the baseline), or all."""
+    if not systems:
+        return table
+    wanted = {w.strip() for w in systems.split(",")}
+    unknown = wanted - {s.name for s in table}
+    if unknown:
+        raise SystemExit(f"unknown systems {sorted(unknown)}; known: {[s.name for s in table]}")
+    return [s for s in table if s.name in wanted or s.name in (REFERENCE, BASELINE)]
 
 
 def start(system: System, args: argparse.Namespace, model: str, task: Path, out: Path) -> None:
     command = [
         system.python, str(WORKER), "--system", system.system, "--backend", system.backend,
         "--precision", system.precision, "--model", model, "--task", str(task), "--out", str(out),
-        "--name", system.name.replace(" ", "_"),
+        "--name", system.name.replace(" ", "_"), "--device", args.device,
     ]  # fmt: skip
     if args.threads:
         command += ["--threads", str(args.threads)]
@@ -194,6 +212,12 @@ def spearman(vectors: np.ndarray, pairs: np.ndarray, gold: list[float]) -> float
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("error: --device cuda, but torch sees no CUDA GPU here", file=sys.stderr)
+            return 2
     env = print_environment()
     from munjang.hub import embedded_default_path
 
@@ -307,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": model,
         "n": len(corpus),
         "lang": args.lang,
+        "device": args.device,
         "prompt": args.prompt,
         "repeats": args.repeats,
         "latency_calls": len(latency),
@@ -317,7 +342,11 @@ def main(argv: list[str] | None = None) -> int:
         "acceptance": {k: v for k, v in verdict.items() if k != "lines"},
     }
     if not args.no_write:
-        default = f"encode-{args.lang}" + ("" if args.model is None else f"-{Path(model).name}")
+        default = (
+            f"encode-{args.lang}"
+            + ("" if args.model is None else f"-{Path(model).name}")
+            + ("-cuda" if args.device == "cuda" else "")
+        )
         path = write_result(args.name or default, payload, env=env)
         print(f"wrote {path}")
     return 0

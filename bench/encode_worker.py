@@ -30,7 +30,8 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--system", choices=("munjang", "st"), required=True)
     p.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch")
-    p.add_argument("--precision", choices=("fp32", "bf16", "int8"), default="fp32")
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16", "int8"), default="fp32")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--model", required=True)
     p.add_argument("--task", required=True, help="JSON with corpus, latency, sts and calibration sentences")
     p.add_argument("--out", required=True)
@@ -74,7 +75,7 @@ class Runner:
             options = {"threads": args.threads} if args.backend != "torch" and args.threads else {}
             self.enc = munjang.load_encoder(
                 args.model,
-                device="cpu",
+                device=args.device,
                 backend=args.backend,
                 precision=args.precision,
                 backend_options=options,
@@ -94,7 +95,11 @@ class Runner:
                 model_dir = Path(shutil.copytree(args.model, Path(self.tmp) / "model"))
                 if args.precision == "int8":
                     kwargs["model_kwargs"] = {"file_name": st_openvino_int8(model_dir, task["calibration"])}
-            self.st = SentenceTransformer(str(model_dir), device="cpu", backend=args.backend, **kwargs)
+            self.st = SentenceTransformer(str(model_dir), device=args.device, backend=args.backend, **kwargs)
+            if args.backend == "torch" and args.precision == "fp16":
+                self.st.half()
+            elif args.backend == "torch" and args.precision == "bf16":
+                self.st.to(torch.bfloat16)
             self.st.encode(task["corpus"][:64], batch_size=args.batch_size)
 
     def encode(self, texts: list[str], single: bool = False) -> np.ndarray:
