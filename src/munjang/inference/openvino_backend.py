@@ -28,12 +28,12 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import torch
 
-from .base import BackendError, Batch
+from .base import BackendError, Batch, K
 from .hardware import cpu_has_fast_bf16
 from .onnx_backend import check_precision
 from .onnx_export import batch_arrays, open_artifact
@@ -49,7 +49,10 @@ PERFORMANCE_HINT = "LATENCY"
 # streams idle, so they take the latency model, which gives one batch every thread.
 MIN_BATCHES_PER_STREAM = 2
 
-K = TypeVar("K")
+
+def _copied(output: Any) -> torch.Tensor:
+    """A float32 tensor of a request's output, copied: the request reuses its buffer on the next call."""
+    return torch.from_numpy(np.array(output, dtype=np.float32, copy=True))
 
 
 def _openvino() -> Any:
@@ -140,8 +143,7 @@ class OpenVinoBackend:
         if rows == 0 or width == 0:
             return torch.zeros((rows, width, self.hidden_size), dtype=torch.float32)
         result = self._request().infer(batch_arrays(batch, self._inputs))
-        # The request reuses its output buffer on the next call, so the result is copied out.
-        return torch.from_numpy(np.array(result[self._output], dtype=np.float32, copy=True))
+        return _copied(result[self._output])
 
     def token_embeddings_many(
         self, items: Iterable[tuple[K, Batch]]
@@ -151,8 +153,9 @@ class OpenVinoBackend:
         Calls with few batches (or one stream) run one batch at a time on the latency model.
         """
         items = iter(items)
-        head = list(islice(items, MIN_BATCHES_PER_STREAM * self.streams))
-        if self.streams < 2 or len(head) < MIN_BATCHES_PER_STREAM * self.streams:
+        streams = self.streams
+        head = list(islice(items, MIN_BATCHES_PER_STREAM * streams))
+        if streams < 2 or len(head) < MIN_BATCHES_PER_STREAM * streams:
             for key, batch in chain(head, items):
                 yield key, batch, self.token_embeddings(batch)
             return
@@ -162,7 +165,7 @@ class OpenVinoBackend:
         completed = False
         try:
             for key, batch in chain(head, items):
-                if min(batch["input_ids"].shape) == 0:  # nothing to run; keep the order
+                if min(batch["input_ids"].shape) == 0:  # nothing to run: zeros, in order
                     while pending:
                         yield self._finish(*pending.popleft(), free)
                     yield key, batch, self.token_embeddings(batch)
@@ -195,7 +198,7 @@ class OpenVinoBackend:
 
     def _finish(self, request: Any, key: K, batch: Batch, free: deque[Any]) -> tuple[K, Batch, torch.Tensor]:
         request.wait()
-        tokens = torch.from_numpy(np.array(request.get_output_tensor(0).data, dtype=np.float32, copy=True))
+        tokens = _copied(request.get_output_tensor(0).data)
         free.append(request)
         return key, batch, tokens
 
