@@ -2,6 +2,7 @@
 
     python bench/train_korsts.py            # writes bench/results/train_korsts.json
     python bench/train_korsts.py --loss cosine --epochs 2
+    python bench/train_korsts.py --loss angle --epochs 3 --name train_korsts_angle
     python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
     python bench/train_korsts.py --silver-model runs/ce-korsts-e5/best --name train_korsts_augsbert
     python bench/train_korsts.py --silver-teacher runs/stsb-minilm/best --name train_korsts_teacher
@@ -34,7 +35,7 @@ import munjang
 from common import environment, print_environment, shared_data_dir, write_result
 from munjang.data import STSData, align_sts_pairs, read_sts
 from munjang.evaluation import STSEvaluator
-from munjang.losses import CoSENTLoss, CosineSimilarityLoss
+from munjang.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 from munjang.search import semantic_search
 from munjang.training import Example, Trainer, TrainingArguments
 
@@ -98,7 +99,7 @@ def paired_cosine(encoder: munjang.SentenceEncoder, left: list[str], right: list
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
-    parser.add_argument("--loss", choices=("cosent", "cosine"), default="cosent")
+    parser.add_argument("--loss", choices=("cosent", "angle", "cosine"), default="cosent")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=2e-5)
@@ -174,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     model = munjang.load_encoder(args.model, device="cpu")
     before = evaluator(test)(model)["spearman_cosine"] * 100
     print(f"KorSTS test Spearman before: {before:.2f}")
-    loss = CoSENTLoss(model) if args.loss == "cosent" else CosineSimilarityLoss(model)
+    losses = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}
+    loss = losses[args.loss](model)
     training_args = TrainingArguments(
         output_dir=args.output_dir,
         epochs=args.epochs,

@@ -15,6 +15,7 @@ from munjang import SentenceEncoder
 from munjang.hub import embedded_default_path
 from munjang.losses import (
     LOSSES,
+    AnglELoss,
     ContrastiveLoss,
     CoSENTLoss,
     CosineSimilarityLoss,
@@ -26,6 +27,7 @@ from munjang.losses import (
     SoftmaxLoss,
     TripletLoss,
     embed,
+    pairwise_angle_similarity,
 )
 from munjang.modules import Pooling, Transformer
 
@@ -129,6 +131,30 @@ def test_cosent_value(model: SentenceEncoder) -> None:
     assert loss.compute_from_embeddings([u, v], ties).item() == 0.0
     raw_scale = CoSENTLoss(model).compute_from_embeddings([u, v], swapped)  # scale 20 needs no overflow care
     assert raw_scale.item() == pytest.approx(40 + math.log(1 + 2 * math.exp(-20) + math.exp(-40)))
+
+
+def test_angle_similarity_values() -> None:
+    # x = (a1, b1), y = (a2, b2): |cos + (b1·a2 − a1·b2)|
+    u = t([[1, 0], [1, 0], [0, 1], [3, 4]])
+    v = t([[1, 0], [0, 1], [1, 0], [3, 4]])
+    # same: 1 + 0; orthogonal (1,0)->(0,1): |0 + (0·0 − 1·1)| = 1; (0,1)->(1,0): |0 + (1·1 − 0)| = 1;
+    # an unnormalized row is normalized first: (0.6, 0.8) with itself: 1 + 0
+    assert pairwise_angle_similarity(u, v).tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0])
+    u = t([[1, 1, 0, 0]])
+    v = t([[0, 1, 1, 0]])  # normalized halves (1,1)/√2,(0,0) and (0,1)/√2,(1,0)/√2: cos 1/2, sine −1/2
+    assert pairwise_angle_similarity(u, v).item() == pytest.approx(0.0, abs=1e-7)
+    odd = pairwise_angle_similarity(t([[1, 2, 2]]), t([[2, 1, 2]]))  # padded to 4 dims with a zero
+    padded = pairwise_angle_similarity(t([[1, 2, 2, 0]]), t([[2, 1, 2, 0]]))
+    assert odd.item() == pytest.approx(padded.item())
+
+
+def test_angle_loss_ranks_angle_scores(model: SentenceEncoder) -> None:
+    u = t([[1, 1, 0, 0], [1, 0, 0, 0]])
+    v = t([[0, 1, 1, 0], [1, 0, 0, 0]])  # angle similarities 0 and 1 (cosines 1/2 and 1)
+    labels = torch.tensor([5.0, 0.0])  # ranked against them: log(1 + e^{2(1 − 0)})
+    loss = AnglELoss(model, scale=2.0)
+    assert loss.compute_from_embeddings([u, v], labels).item() == pytest.approx(math.log(1 + math.e**2))
+    assert loss.get_config_dict() == {"scale": 2.0}
 
 
 @pytest.mark.parametrize(
@@ -390,6 +416,7 @@ def test_registry() -> None:
         "softmax",
         "cosine",
         "cosent",
+        "angle",
         "triplet",
         "contrastive",
         "online_contrastive",

@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover
 import munjang
 from munjang.hub import embedded_default_path
 from munjang.losses import (
+    AnglELoss,
     ContrastiveLoss,
     CoSENTLoss,
     CosineSimilarityLoss,
@@ -208,6 +209,11 @@ def test_online_contrastive_loss(models: Any) -> None:
 def test_cosent_loss(models: Any) -> None:
     labels = torch.tensor([4.5, 0.5, 3.8, 2.0, 3.0, 0.5])  # raw 0-5 scores, one tie
     _compare(models, CoSENTLoss(models[0]), st_losses.CoSENTLoss(models[1]), [ANCHORS, POSITIVES], labels)
+
+
+def test_angle_loss(models: Any) -> None:
+    labels = torch.tensor([4.5, 0.5, 3.8, 2.0, 3.0, 0.5])
+    _compare(models, AnglELoss(models[0]), st_losses.AnglELoss(models[1]), [ANCHORS, POSITIVES], labels)
 
 
 @pytest.mark.parametrize("with_negatives", [False, True])

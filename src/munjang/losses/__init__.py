@@ -7,6 +7,7 @@ Every loss is an `nn.Module` called as `loss(sentence_features, labels)`, where
 
 from __future__ import annotations
 
+from .angle import AnglELoss, pairwise_angle_similarity
 from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed
 from .contrastive import ContrastiveLoss
 from .cosent import CoSENTLoss
@@ -22,6 +23,7 @@ LOSSES: dict[str, type[SentenceLoss]] = {
     "softmax": SoftmaxLoss,
     "cosine": CosineSimilarityLoss,
     "cosent": CoSENTLoss,
+    "angle": AnglELoss,
     "triplet": TripletLoss,
     "contrastive": ContrastiveLoss,
     "online_contrastive": OnlineContrastiveLoss,
@@ -33,6 +35,7 @@ LOSSES: dict[str, type[SentenceLoss]] = {
 __all__ = [
     "DISTANCE_METRICS",
     "LOSSES",
+    "AnglELoss",
     "CoSENTLoss",
     "ContrastiveLoss",
     "CosineSimilarityLoss",
@@ -45,4 +48,5 @@ __all__ = [
     "TripletLoss",
     "distance_function",
     "embed",
+    "pairwise_angle_similarity",
 ]

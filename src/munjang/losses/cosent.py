@@ -45,7 +45,7 @@ class CoSENTLoss(SentenceLoss):
         self.check_columns(len(embeddings))
         u, v = embeddings
         labels = self.check_labels(labels, u.shape[0]).to(u.device)
-        scores = F.cosine_similarity(u, v, dim=-1)
+        scores = self.pair_scores(u, v)
         if scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()  # exp of scaled differences needs float32 range
         scores = scores * self.scale
@@ -53,6 +53,10 @@ class CoSENTLoss(SentenceLoss):
         diff = scores[None, :] - scores[:, None]
         diff = diff.masked_fill(~(labels[:, None] > labels[None, :]), float("-inf"))
         return torch.logsumexp(torch.cat([diff.new_zeros(1), diff.flatten()]), dim=0)
+
+    def pair_scores(self, u: Tensor, v: Tensor) -> Tensor:
+        """The similarity that is ranked: cosine here, AnglE's angle similarity in `AnglELoss`."""
+        return F.cosine_similarity(u, v, dim=-1)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {"scale": self.scale}
