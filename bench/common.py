@@ -207,3 +207,26 @@ if __name__ == "__main__":  # python bench/common.py: show the environment and a
     print_environment()
     sample = load_corpus(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
     print("\n".join(sample))
+
+
+def training_arguments(args: Any, **settings: Any) -> Any:
+    """`TrainingArguments` from the options the training benchmarks share.
+
+    Reads `output_dir`, `epochs`, `batch_size`, `lr` and `seed` from the parsed command line, and
+    `eval_steps` where the script has that option (checkpoints then follow evaluations); logs every 20
+    steps. `settings` add to or override these (e.g. `prompt_name`, `save_checkpoints=False`).
+    """
+    from munjang.training import TrainingArguments
+
+    eval_steps = getattr(args, "eval_steps", 0)
+    base: dict[str, Any] = {
+        "output_dir": args.output_dir,
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.lr,
+        "eval_steps": eval_steps,
+        "save_steps": eval_steps,
+        "logging_steps": 20,
+        "seed": args.seed,
+    }
+    return TrainingArguments(**{**base, **settings})

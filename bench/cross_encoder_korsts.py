@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from common import environment, print_environment, shared_data_dir, write_result
+from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.cross_encoder.evaluation import CrossEncoderCorrelationEvaluator
 from munjang.cross_encoder.losses import BinaryCrossEntropyLoss, MSELoss
 from munjang.data import read_sts
-from munjang.training import Example, Trainer, TrainingArguments
+from munjang.training import Example, Trainer
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,16 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     before = evaluator(test, "test")(model)["spearman"] * 100
     print(f"KorSTS test Spearman before training (new head): {before:.2f}")
     loss = BinaryCrossEntropyLoss(model) if args.loss == "bce" else MSELoss(model, activation="model")
-    training_args = TrainingArguments(
-        output_dir=args.output_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        eval_steps=args.eval_steps,
-        save_steps=args.eval_steps,
-        logging_steps=20,
-        seed=args.seed,
-    )
+    training_args = training_arguments(args)
     trainer = Trainer(
         model,
         loss,

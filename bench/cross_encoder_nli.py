@@ -16,11 +16,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from common import environment, print_environment, shared_data_dir, write_result
+from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.cross_encoder.evaluation import CrossEncoderClassificationEvaluator
 from munjang.cross_encoder.losses import CrossEntropyLoss
 from munjang.data import nli_pair_examples, read_nli
-from munjang.training import Trainer, TrainingArguments
+from munjang.training import Trainer
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -41,16 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         list(zip(test.premises, test.hypotheses, strict=True)), test.labels, name="xnli-test", batch_size=64
     )
     model = munjang.load_cross_encoder(args.model, num_labels=3, device="cpu")
-    training_args = TrainingArguments(
-        output_dir=args.output_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        eval_steps=0,
-        logging_steps=20,
-        seed=args.seed,
-        save_checkpoints=False,
-    )
+    training_args = training_arguments(args, save_checkpoints=False)
     start = time.perf_counter()
     Trainer(model, CrossEntropyLoss(model), train, None, training_args).train()
     wall = time.perf_counter() - start

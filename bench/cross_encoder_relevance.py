@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from common import environment, print_environment, shared_data_dir, write_result
+from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.cross_encoder.losses import BinaryCrossEntropyLoss
 from munjang.data import read_sts
-from munjang.training import Trainer, TrainingArguments, mine_hard_negatives
+from munjang.training import Trainer, mine_hard_negatives
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,16 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{positives:,} positives, {len(examples) - positives:,} mined negatives ({mining_seconds:.0f} s)")
 
     model = munjang.load_cross_encoder(args.cross_encoder, device="cpu")
-    training_args = TrainingArguments(
-        output_dir=args.output_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        eval_steps=0,
-        logging_steps=20,
-        seed=args.seed,
-        save_checkpoints=False,
-    )
+    training_args = training_arguments(args, save_checkpoints=False)
     start = time.perf_counter()
     summary = Trainer(
         model,

@@ -32,12 +32,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from common import environment, print_environment, shared_data_dir, write_result
+from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.data import STSData, align_sts_pairs, read_sts
 from munjang.evaluation import STSEvaluator
 from munjang.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 from munjang.search import semantic_search
-from munjang.training import Example, Trainer, TrainingArguments
+from munjang.training import Example, Trainer
 
 
 def neighbour_pairs(encoder_path: str, train: STSData, neighbours: int) -> list[tuple[str, str]]:
@@ -177,15 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"KorSTS test Spearman before: {before:.2f}")
     losses = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}
     loss = losses[args.loss](model)
-    training_args = TrainingArguments(
-        output_dir=args.output_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        eval_steps=args.eval_steps,
-        save_steps=args.eval_steps,
-        logging_steps=20,
-        seed=args.seed,
+    training_args = training_arguments(
+        args,
         prompt_name="query",
         freeze_word_embeddings=args.freeze_word_embeddings,
         mixed_precision=args.mixed_precision,

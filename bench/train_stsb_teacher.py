@@ -19,12 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
-from common import environment, print_environment, shared_data_dir, write_result
+from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.data import read_sts
 from munjang.evaluation import STSEvaluator
 from munjang.hub import embedded_default_path
 from munjang.losses import CoSENTLoss, CosineSimilarityLoss
-from munjang.training import Example, Trainer, TrainingArguments
+from munjang.training import Example, Trainer
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,16 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(f"STSb Spearman before: {before}")
     loss = CoSENTLoss(model) if args.loss == "cosent" else CosineSimilarityLoss(model)
-    training_args = TrainingArguments(
-        output_dir=args.output_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        eval_steps=args.eval_steps,
-        save_steps=args.eval_steps,
-        logging_steps=20,
-        seed=args.seed,
-    )
+    training_args = training_arguments(args)
     trainer = Trainer(
         model,
         loss,
