@@ -208,6 +208,45 @@ def test_lean_weights_follow_in_place_parameter_updates(minilm_path):
     assert cos.min() > 0.99
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_encode_sees_weights_an_optimizer_stepped(minilm_path, fused):
+    """A fused AdamW (the trainer's) writes the weights without bumping torch's version counters; the
+    lean path must still drop the fused copy it built before the step."""
+    enc = munjang.load_encoder(minilm_path, device="cpu")
+    first = enc.encode(SENTENCES[:3])  # builds the lean weights
+    optimizer = torch.optim.AdamW(enc.parameters(), lr=1e-2, fused=fused)
+    features = enc.tokenize(SENTENCES[:3])
+    enc.train()
+    enc(features)["sentence_embedding"].sum().backward()
+    optimizer.step()
+    stepped = enc.encode(SENTENCES[:3])
+    fresh = munjang.load_encoder(minilm_path, device="cpu")
+    fresh.load_state_dict(enc.state_dict())
+    assert np.abs(stepped - first).max() > 1e-3
+    np.testing.assert_allclose(stepped, fresh.encode(SENTENCES[:3]), atol=1e-5)
+
+
+def test_exported_backends_are_rebuilt_only_after_their_weights_were_stepped(minilm_path, monkeypatch):
+    built = []
+
+    def fake_build(name, precision, transformer, folder, options):
+        built.append(name)
+        return object()
+
+    monkeypatch.setattr(encoder_module, "build_backend", fake_build)
+    enc = munjang.load_encoder(minilm_path, device="cpu")
+    other = torch.nn.Linear(2, 2)
+    first = enc.backend("onnx", "fp32")
+    torch.optim.SGD(other.parameters(), lr=0.1).step()  # another model's step: nothing to rebuild
+    assert enc.backend("onnx", "fp32") is first
+    weight = enc.transformer.auto_model.encoder.layer[0].output.dense.weight
+    weight.grad = torch.ones_like(weight)
+    torch.optim.AdamW([weight], lr=0.1, fused=True).step()
+    rebuilt = enc.backend("onnx", "fp32")
+    assert rebuilt is not first and built == ["onnx", "onnx"]
+    assert enc.backend("onnx", "fp32") is rebuilt
+
+
 # -- precision and encoder integration -----------------------------------------------------------
 def test_bf16_keeps_fp32_accuracy(encoder):
     texts = SENTENCES * 8

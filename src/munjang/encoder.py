@@ -29,6 +29,7 @@ from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
+from .inference.weights_state import optimizer_generation, weights_state
 from .modules import Dense, Module, Normalize, Pooling, Transformer
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -72,8 +73,10 @@ class SentenceEncoder(nn.Sequential):
         self.model_folder: Path | None = None
         self.backend_name, self.precision = "torch", "fp32"
         self.backend_options: dict[str, Any] = {}
-        # (backend, precision, device, options) -> the backend built for them
+        # (backend, precision, device, options) -> the backend built for them, and the optimizer
+        # generation and weights state it was built under (exported graphs hold a copy of the weights)
         self._backends: dict[tuple[Any, ...], TokenBackend] = {}
+        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}
         self._prompt_lengths: dict[str, int] = {}
         self.to(resolve_device(device))
         self.eval()
@@ -209,14 +212,34 @@ class SentenceEncoder(nn.Sequential):
 
     def backend(self, backend: str | None = None, precision: str | None = None) -> TokenBackend:
         """The backend object for (backend, precision), built on first use and cached (exported
-        ONNX/OpenVINO artefacts are also cached on disk beside the model)."""
+        ONNX/OpenVINO artefacts are also cached on disk beside the model).
+
+        An exported backend holds a copy of the weights, so it is rebuilt once an optimizer has
+        changed them (training in this process); the torch backend reads the live weights itself."""
         name, prec = resolve_backend(backend or self.backend_name, precision or self.precision, self.device)
         key = (name, prec, self.device, tuple(sorted(self.backend_options.items())))
         found = self._backends.get(key)
+        if found is not None and name != "torch" and self._trained_since(key):
+            found = None
         if found is None:
             found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
             self._backends[key] = found
+            self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
         return found
+
+    def _weights(self) -> list[torch.Tensor]:
+        return list(self.transformer.parameters())
+
+    def _trained_since(self, key: tuple[Any, ...]) -> bool:
+        """Whether an optimizer changed the weights since the backend under `key` was built."""
+        generation, state = self._built_under[key]
+        now = optimizer_generation()
+        if now == generation:
+            return False
+        if weights_state(self._weights()) != state:
+            return True
+        self._built_under[key] = (now, state)  # another model was trained; this one is unchanged
+        return False
 
     def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
         """Run a few inputs of different lengths through the chosen backend so the first real call

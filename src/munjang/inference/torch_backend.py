@@ -9,14 +9,13 @@ float32 LayerNorm, so the result stays within ~1e-5 cosine of float32.
 `HuggingFaceBackend` runs the model's own forward (under autocast for half precisions); it is the
 fallback for architectures the lean path does not know.
 
-Both read the live parameters: a half-precision weight copy is rebuilt whenever a parameter changed
-in place (training), detected through torch's tensor version counters.
+Both read the live parameters: the lean path's fused weight copy is rebuilt whenever a parameter changed
+in place, was stepped by an optimizer (fused ones included) or moved (`weights_state`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import BackendError
+from .weights_state import weights_state
 
 HALF_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 LEAN_MODEL_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
@@ -55,10 +55,6 @@ def lean_unsupported_reason(model: Any) -> str | None:
     if not (hasattr(model, "embeddings") and hasattr(model, "encoder") and hasattr(model.encoder, "layer")):
         return "not a BERT-style module tree"
     return None
-
-
-def _versions(params: Sequence[torch.Tensor]) -> tuple[int, ...]:
-    return tuple(p._version for p in params) + tuple(p.data_ptr() for p in params)
 
 
 def _fused_linear_gelu_works(approximate: str) -> bool:
@@ -108,7 +104,7 @@ class LeanBertBackend:
 
     def _weights(self) -> list[dict[str, torch.Tensor]]:
         """Fused, pre-cast layer weights; rebuilt when a parameter changed or moved."""
-        key = (self.device, *_versions(self._params))
+        key = (self.device, *weights_state(self._params))
         if key == self._key:
             return self._layers
         dt = self.dtype
