@@ -31,6 +31,7 @@ DEFAULT_MODELS = [
     "runs/korsts-e5-teacher/best",
     "runs/korsts-e5-lr5e-5/best",
     "runs/korsts-e5-xling/best",
+    "runs/korsts-e5-angle/best",
 ]
 
 
