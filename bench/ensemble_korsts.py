@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import munjang
 from common import environment, print_environment, shared_data_dir, write_result
 from munjang.data import read_sts
+from munjang.similarity import pairwise_cos_sim
 
 DEFAULT_MODELS = [
     "runs/korsts-e5/best",
@@ -53,10 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         encoder = munjang.load_encoder(name, device="cpu")
         for split, pairs in splits.items():
-            kwargs = {"prompt_name": "query", "batch_size": 64, "normalize_embeddings": True}
-            a = encoder.encode(pairs.sentences1, **kwargs)
-            b = encoder.encode(pairs.sentences2, **kwargs)
-            cosines[split][name] = np.einsum("ij,ij->i", a, b)
+            a = encoder.encode(pairs.sentences1, prompt_name="query", batch_size=64)
+            b = encoder.encode(pairs.sentences2, prompt_name="query", batch_size=64)
+            cosines[split][name] = pairwise_cos_sim(a, b)
     figures: dict[str, dict[str, float]] = {}
     for split, pairs in splits.items():
         row = {name: float(spearmanr(c, pairs.scores)[0]) * 100 for name, c in cosines[split].items()}

@@ -37,6 +37,7 @@ from munjang.data import STSData, align_sts_pairs, read_sts
 from munjang.evaluation import STSEvaluator
 from munjang.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 from munjang.search import semantic_search
+from munjang.similarity import pairwise_cos_sim
 from munjang.training import Example, Trainer
 
 
@@ -89,11 +90,9 @@ def teacher_labels(
 
 def paired_cosine(encoder: munjang.SentenceEncoder, left: list[str], right: list[str]) -> np.ndarray:
     unique = list(dict.fromkeys([*left, *right]))
-    vectors = encoder.encode(unique, batch_size=64, normalize_embeddings=True, show_progress_bar=True)
+    vectors = encoder.encode(unique, batch_size=64, show_progress_bar=True)
     index = {s: i for i, s in enumerate(unique)}
-    a = vectors[[index[s] for s in left]]
-    b = vectors[[index[s] for s in right]]
-    return np.einsum("ij,ij->i", a, b)
+    return pairwise_cos_sim(vectors[[index[s] for s in left]], vectors[[index[s] for s in right]])
 
 
 def main(argv: list[str] | None = None) -> None:

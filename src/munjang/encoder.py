@@ -76,7 +76,7 @@ class SentenceEncoder(nn.Sequential):
         # (backend, precision, device, options) -> the backend built for them, and the optimizer
         # generation and weights state it was built under (exported graphs hold a copy of the weights)
         self._backends: dict[tuple[Any, ...], TokenBackend] = {}
-        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}
+        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
         self._prompt_lengths: dict[str, int] = {}
         self.to(resolve_device(device))
         self.eval()

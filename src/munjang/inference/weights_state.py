@@ -30,13 +30,9 @@ def _count_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> Non
 register_optimizer_step_post_hook(_count_step)
 
 
-def weights_state(params: Sequence[torch.Tensor]) -> tuple[int, ...]:
+def weights_state(params: Sequence[torch.Tensor]) -> tuple[tuple[int, int, int], ...]:
     """Equal for two calls only if no parameter was edited in place, stepped or moved in between."""
-    return (
-        tuple(p._version for p in params)
-        + tuple(getattr(p, _STEPS, 0) for p in params)
-        + tuple(p.data_ptr() for p in params)
-    )
+    return tuple((p._version, getattr(p, _STEPS, 0), p.data_ptr()) for p in params)
 
 
 def optimizer_generation() -> int:
