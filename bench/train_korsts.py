@@ -6,7 +6,7 @@
     python bench/train_korsts.py --augment crosslingual --epochs 2 --name train_korsts_crosslingual
     python bench/train_korsts.py --silver-model runs/ce-korsts-e5/best --name train_korsts_augsbert
     python bench/train_korsts.py --silver-teacher runs/stsb-minilm/best --name train_korsts_teacher
-    python bench/train_korsts.py --nli --epochs 3 --name train_korsts_multitask
+    python bench/train_korsts.py --nli --output-dir runs/korsts-e5-multitask --name train_korsts_multitask
 
 `--augment english` adds the English STSb train pairs; `--augment crosslingual` adds them and, per row, one
 mixed pair (English sentence1 with Korean sentence2 on even rows, the reverse on odd rows), all with the
