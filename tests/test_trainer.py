@@ -90,6 +90,12 @@ def test_multi_task_round_robin_plan_sees_every_example_once(tmp_path: Path) -> 
     assert trainer.epoch_plan(1) != plan and trainer.epoch_plan(0) == plan  # reshuffled per epoch, seeded
     summary = trainer.train()
     assert summary["global_step"] == 9
+    # Each task's own loss is logged beside the mixed running loss: one step per record here.
+    log = [json.loads(line) for line in (tmp_path / "o" / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in log if r["type"] == "train"]
+    assert [[k for k in r if k.startswith("loss_")] for r in train] == [[f"loss_{t}"] for t, _ in plan]
+    for record, (task, _) in zip(train, plan, strict=True):
+        assert record[f"loss_{task}"] == pytest.approx(record["loss"])
 
 
 def test_outputs_log_best_model_and_card(tmp_path: Path) -> None:

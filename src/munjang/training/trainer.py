@@ -109,7 +109,8 @@ class Trainer:
       batches alternate between the data sets (`args.multi_task`).
 
     Output folder: `final/` (the model after training), `best/` (the best by the evaluator's primary
-    metric), `checkpoints/` (resumable states), `metrics.jsonl` (loss and evaluation log).
+    metric), `checkpoints/` (resumable states), `metrics.jsonl` (loss and evaluation log; with several
+    tasks, each task's own loss too).
     """
 
     def __init__(
@@ -227,6 +228,7 @@ class Trainer:
             disable=not (args.show_progress_bar and accelerator.is_main_process),
         )
         window: list[float] = []
+        task_windows: dict[str, list[float]] = {}  # multi-task runs also log each task's own loss
         try:
             while loop.epoch < args.epochs and not (args.max_steps and loop.global_step >= args.max_steps):
                 plan = self.epoch_plan(loop.epoch, world)
@@ -240,6 +242,7 @@ class Trainer:
                     )
                     loss_value = self._forward_backward(accelerator, tasks, task, batch, micro, last_micro)
                     window.append(loss_value)
+                    task_windows.setdefault(task, []).append(loss_value)
                     if not last_micro:
                         continue
                     if args.max_grad_norm > 0:
@@ -257,10 +260,21 @@ class Trainer:
                     if self.on_step is not None:
                         self.on_step(loop.global_step, mean_loss)
                     if loop.global_step % args.logging_steps == 0:
-                        self._log(accelerator, loop, {"type": "train", "loss": mean_loss,
-                                                      "learning_rate": scheduler.get_last_lr()[0],
-                                                      "elapsed_s": time.perf_counter() - start})  # fmt: skip
+                        record = {
+                            "type": "train",
+                            "loss": mean_loss,
+                            "learning_rate": scheduler.get_last_lr()[0],
+                            "elapsed_s": time.perf_counter() - start,
+                        }
+                        if len(self.datasets) > 1:  # every process has the same plan, so the same tasks
+                            for name in sorted(task_windows):
+                                values = task_windows[name]
+                                record[f"loss_{name}"] = self._reduce_mean(
+                                    accelerator, sum(values) / len(values)
+                                )
+                        self._log(accelerator, loop, record)
                         window.clear()
+                        task_windows.clear()
                     if args.eval_steps and loop.global_step % args.eval_steps == 0:
                         self._evaluate(accelerator, tasks, loop)
                     if args.save_checkpoints and args.save_steps and loop.global_step % args.save_steps == 0:
