@@ -227,8 +227,7 @@ class Trainer:
             unit="step",
             disable=not (args.show_progress_bar and accelerator.is_main_process),
         )
-        window: list[float] = []
-        task_windows: dict[str, list[float]] = {}  # multi-task runs also log each task's own loss
+        window: dict[str, list[float]] = {}  # each task's losses since the last log
         try:
             while loop.epoch < args.epochs and not (args.max_steps and loop.global_step >= args.max_steps):
                 plan = self.epoch_plan(loop.epoch, world)
@@ -241,8 +240,7 @@ class Trainer:
                         micro == args.gradient_accumulation_steps or loop.plan_position + micro == len(plan)
                     )
                     loss_value = self._forward_backward(accelerator, tasks, task, batch, micro, last_micro)
-                    window.append(loss_value)
-                    task_windows.setdefault(task, []).append(loss_value)
+                    window.setdefault(task, []).append(loss_value)
                     if not last_micro:
                         continue
                     if args.max_grad_norm > 0:
@@ -255,7 +253,8 @@ class Trainer:
                     micro = 0
                     rng_after_step = capture_rng()
                     progress.update(1)
-                    mean_loss = self._reduce_mean(accelerator, sum(window) / len(window))
+                    losses = [value for values in window.values() for value in values]
+                    mean_loss = self._reduce_mean(accelerator, sum(losses) / len(losses))
                     progress.set_postfix(loss=f"{mean_loss:.4f}", epoch=loop.epoch)
                     if self.on_step is not None:
                         self.on_step(loop.global_step, mean_loss)
@@ -267,14 +266,12 @@ class Trainer:
                             "elapsed_s": time.perf_counter() - start,
                         }
                         if len(self.datasets) > 1:  # every process has the same plan, so the same tasks
-                            for name in sorted(task_windows):
-                                values = task_windows[name]
+                            for name, values in sorted(window.items()):
                                 record[f"loss_{name}"] = self._reduce_mean(
                                     accelerator, sum(values) / len(values)
                                 )
                         self._log(accelerator, loop, record)
                         window.clear()
-                        task_windows.clear()
                     if args.eval_steps and loop.global_step % args.eval_steps == 0:
                         self._evaluate(accelerator, tasks, loop)
                     if args.save_checkpoints and args.save_steps and loop.global_step % args.save_steps == 0:
