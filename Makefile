@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # torch is pinned here (a CPU build is on disk); the package metadata keeps torch>=2.4 for users.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers browser clean
+.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers browser clean korean-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,3 +74,8 @@ bench: install-dev bench-peers
 
 clean:
 	rm -rf $(VENV) $(PEERS) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# munjang's own Korean model: trains examples/korean_model.yaml (multilingual-e5-small on KorSTS +
+# KorNLI, ~1 hour on 2 cores) and installs it as munjang-ko-small (load_encoder("munjang-ko-small")).
+korean-model: install
+	$(BIN)/munjang train --config examples/korean_model.yaml --register munjang-ko-small --force

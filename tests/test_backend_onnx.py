@@ -280,5 +280,5 @@ def test_errors_name_the_missing_package_and_bad_precision(encoder, monkeypatch)
     monkeypatch.setitem(sys.modules, "openvino", None)
     from munjang.inference.openvino_backend import OpenVinoBackend
 
-    with pytest.raises(BackendError, match="pip install openvino"):
+    with pytest.raises(BackendError, match=r"pip install .munjang\[openvino\]"):
         OpenVinoBackend(encoder.transformer)

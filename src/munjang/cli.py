@@ -19,6 +19,7 @@ import typer
 
 from .cli_apps import register as register_applications
 from .cli_index import index_app
+from .cli_models import models_app
 from .cli_options import (
     BackendOption,
     BatchOption,
@@ -45,6 +46,7 @@ app = typer.Typer(
 eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(index_app, name="index")
+app.add_typer(models_app, name="models")
 register_applications(app)
 
 
@@ -504,14 +506,30 @@ def train(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check the config, its files and models; print the plan; stop.")
     ] = False,
+    register: Annotated[
+        str | None,
+        typer.Option(
+            help="Install the trained model (best/, else final/) under this name, for load_encoder(NAME) "
+            "and `munjang serve --model NAME`.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --register: replace an installed model.")
+    ] = False,
 ) -> None:
     """Fine-tune a model as a YAML config describes (tasks, losses, evaluator, arguments)."""
     import shlex
+
+    from .models.registry import check_name, installed_folder
 
     from .training.checkpoint import list_checkpoints
     from .training.config import build, load_config, run
 
     settings = load_config(config, output_dir=output_dir)
+    if register is not None:
+        check_name(register)
+        if installed_folder(register) is not None and not force:
+            raise ValueError(f"--register {register}: a model of that name is installed (add --force)")
     if dry_run:
         _, info = build(settings, dry_run=True)
         _print_plan(info)
@@ -536,6 +554,40 @@ def train(
     typer.echo(line)
     for name, path in summary["outputs"].items():
         typer.echo(f"  {name:<12}{path}")
+    if register is not None:
+        _register_trained(register, settings, summary, force)
+
+
+def _register_trained(name: str, settings: Any, summary: dict[str, Any], force: bool) -> None:
+    """Install best/ (else final/) under `name`, its manifest carrying the run: base model, data,
+    steps, time and the metrics at the step that was kept."""
+    from .models import register as register_model
+    from .models.catalog import find
+
+    outputs = summary["outputs"]
+    kept = "best" if "best" in outputs else "final"
+    step = summary["best_step"] if kept == "best" else summary["global_step"]
+    metrics: dict[str, float] = dict(summary.get("final_metrics") or {})
+    log = Path(outputs.get("metrics", ""))
+    if kept == "best" and log.is_file():
+        for line in log.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("type") == "eval" and record.get("step") == step:
+                metrics = {k: v for k, v in record.items() if k not in ("type", "step", "epoch")}
+    details = {
+        "summary": f"trained by munjang from {settings.model.value}",
+        "base_model": settings.model.value,
+        "config": str(settings.source),
+        "kept": f"{kept}/ (step {step} of {summary['global_step']})",
+        "train_seconds": round(summary["train_seconds"], 1),
+        "tasks": [f"{t.name}: {t.data.path.name}, {t.loss.name}" for t in settings.tasks],
+        "metrics": {k: round(float(v), 6) for k, v in metrics.items()},
+    }
+    base = find(str(settings.model.value))
+    if base is not None:
+        details.update(languages=base.languages, dimensions=base.dimensions)
+    folder = register_model(name, outputs[kept], details=details, force=force, echo=typer.echo)
+    typer.echo(f"load it with munjang.load_encoder({name!r}) or `munjang serve --model {name}` ({folder})")
 
 
 def _default_model_processes(encoders: dict[str, Any]) -> int:
@@ -550,15 +602,15 @@ def _default_model_processes(encoders: dict[str, Any]) -> int:
     return 2 if usable_cores() >= 2 else 1
 
 
-def _named_models(models: list[str] | None) -> list[tuple[str, str | None]]:
-    """`--model` values as (served name, path or hub id): `name=path` names it; otherwise a folder's
-    name, a hub id as given, or all-MiniLM-L6-v2 for the embedded default."""
-    named: list[tuple[str, str | None]] = []
-    values: list[str | None] = list(models) if models else [None]
+def _named_models(
+    models: list[str] | None, default: tuple[str, ...] = ("all-MiniLM-L6-v2",)
+) -> list[tuple[str, str]]:
+    """`--model` values as (served name, model name, folder or hub id): `name=path` names it; otherwise
+    a folder's name, or the value as given (a model name or hub id). No value serves `default`."""
+    named: list[tuple[str, str]] = []
+    values: list[str] = list(models) if models else list(default)
     for value in values:
-        if value is None:
-            named.append(("all-MiniLM-L6-v2", None))
-        elif "=" in value:
+        if "=" in value:
             name, _, path = value.partition("=")
             if not name or not path:
                 raise ValueError(f"--model {value!r}: use NAME=PATH or PATH")
@@ -579,7 +631,9 @@ def serve(
         typer.Option(
             "--model",
             "-m",
-            help="Model folder or hub id, or NAME=PATH (repeat to serve several; the first is the default).",
+            help="Model name, folder or hub id, or NAME=PATH (repeat to serve several; the first is the "
+            "default). Default: multilingual-e5-small (Korean-capable; pulled on first use) and "
+            "all-MiniLM-L6-v2.",
         ),
     ] = None,
     host: Annotated[
@@ -633,16 +687,20 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the models over HTTP: OpenAI's embeddings API, similarity, tokenize, rerank, metrics."""
-    import uvicorn
+    from .extras import require
+
+    uvicorn = require("uvicorn")
+    require("fastapi")
 
     # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
     # only fight the model's threads for the cores (measured: -25% throughput under load).
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+    from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
 
     encoders = {}
-    for name, path in _named_models(model):
+    for name, path in _named_models(model, DEFAULT_SERVE_MODELS):
         encoder = _load(path, device, backend=backend, precision=precision, threads=threads)
         encoder.warmup()
         encoders[name] = encoder
@@ -653,10 +711,13 @@ def serve(
     collection_paths = {Path(p).name: Path(p) for p in collection or []}
     if demo:
         from .demo import demo_collection
-        from .inference.artifacts import cache_root
+        from .paths import cache_root
 
-        default = encoders.get("all-MiniLM-L6-v2") if not model else None
-        folder = demo_collection(cache_root() / "demo" / "collection", default)
+        first = next(iter(encoders))
+        source = dict(_named_models(model, DEFAULT_SERVE_MODELS))[first]
+        folder = demo_collection(
+            cache_root() / "demo" / first.replace("/", "--"), encoders[first], model=source
+        )
         collection_paths.setdefault("demo", folder)
     settings = ServerSettings(
         models=encoders,

@@ -8,7 +8,11 @@ import typer
 
 ModelOption = Annotated[
     str | None,
-    typer.Option("--model", "-m", help="Model folder or hub id (default: embedded all-MiniLM-L6-v2)."),
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model name (munjang models list), folder or hub id (default: embedded all-MiniLM-L6-v2).",
+    ),
 ]
 DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]
 BatchOption = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per batch.")]

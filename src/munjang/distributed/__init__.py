@@ -4,7 +4,8 @@
 it is called. `read_embeddings` reads a finished output folder back as (ids, matrix).
 """
 
-from .corpus import Corpus, MissingExtraError, expand_inputs, read_corpus
+from ..errors import MissingExtraError
+from .corpus import Corpus, expand_inputs, read_corpus
 from .ray_encode import RayEncodeError, encode_with_ray, place_workers
 from .shards import EmbeddingsFolderError, read_embeddings, read_manifest
 

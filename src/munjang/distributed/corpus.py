@@ -18,24 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ..data.texts import TEXT_FORMATS, detect_text_format, read_records
-from ..errors import DataFormatError, MunjangError
+from ..errors import DataFormatError
+from ..extras import require
 
 CORPUS_FORMATS = (*TEXT_FORMATS, "parquet")
 # What a folder given as input contributes: files with these endings (".gz" looked through).
 _FOLDER_SUFFIXES = (".txt", ".jsonl", ".json", ".ndjson", ".csv", ".tsv", ".parquet")
 
 
-class MissingExtraError(MunjangError, ImportError):
-    """An optional dependency is not installed; the message names the pip extra that brings it."""
-
-
 def require_pyarrow() -> Any:
     """pyarrow, or an error saying which extra installs it (it comes with `munjang[ray]`)."""
-    try:
-        import pyarrow
-    except ImportError as e:
-        raise MissingExtraError("parquet needs pyarrow: pip install 'munjang[ray]'") from e
-    return pyarrow
+    return require("pyarrow")
 
 
 @dataclass

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import MunjangError
-from .corpus import Corpus, MissingExtraError, read_corpus
+from ..extras import require
+from .corpus import Corpus, read_corpus
 from .shards import (
     FORMAT,
     locked,
@@ -50,11 +51,7 @@ class RayEncodeError(MunjangError, RuntimeError):
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as e:
-        raise MissingExtraError("encoding with Ray needs Ray Data: pip install 'munjang[ray]'") from e
-    return ray
+    return require("ray")
 
 
 class ShardEncoder:

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from ..paths import cache_root
 from .base import BackendError
 
 logger = logging.getLogger(__name__)
@@ -53,12 +54,6 @@ def munjang_version() -> str:
         return version("munjang")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
         return "unknown"
-
-
-def cache_root() -> Path:
-    """munjang's cache folder: `$MUNJANG_CACHE`, else `~/.cache/munjang`."""
-    env = os.environ.get("MUNJANG_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "munjang"
 
 
 def model_fingerprint(transformer: Any) -> str:

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import MissingExtraError
+from ..extras import require
 from .base import BackendError, Batch, K
 from .hardware import cpu_has_fast_bf16
 from .onnx_backend import check_precision
@@ -57,10 +59,9 @@ def _copied(output: Any) -> torch.Tensor:
 
 def _openvino() -> Any:
     try:
-        import openvino
-    except ImportError as e:
-        raise BackendError("the openvino backend needs OpenVINO (pip install openvino)") from e
-    return openvino
+        return require("openvino")
+    except MissingExtraError as e:
+        raise BackendError(str(e)) from e
 
 
 class OpenVinoBackend:

@@ -74,7 +74,8 @@ class AddResult:
     encoded: int = 0
 
 
-def _model_key(model: str | os.PathLike[str] | None) -> str:
+def model_key(model: str | os.PathLike[str] | None) -> str:
+    """How a collection records its model: "default", a folder's absolute path, or the name as given."""
     if model is None or str(model) == "default":
         return "default"
     path = Path(model)
@@ -206,7 +207,7 @@ class Collection:
         BM25Index(**lexical)
         config = {
             "schema_version": SCHEMA_VERSION,
-            "model": _model_key(model),
+            "model": model_key(model),
             "dim": int(encoder.get_embedding_dimension()),
             "metric": metric,
             "index": index,

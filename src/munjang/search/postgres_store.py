@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from ..extras import install_hint
 from .store import CollectionError, Document, NewRow, Watermark
 
 NAME = re.compile(r"^[A-Za-z0-9_\-]{1,50}$")
@@ -60,7 +61,7 @@ def _connect(url: str) -> Any:
         from pgvector.psycopg import register_vector
     except ImportError:
         raise CollectionError(
-            "PostgreSQL collections need psycopg and pgvector: pip install 'munjang[postgres]'"
+            f"PostgreSQL collections need psycopg and pgvector: {install_hint('psycopg')}"
         ) from None
     try:
         conn = psycopg.connect(url, autocommit=True)

@@ -49,7 +49,7 @@ from typing import Any
 import yaml
 
 from ..errors import DataFormatError, MunjangError
-from ..hub import _looks_like_hub_id
+from ..hub import looks_like_hub_id
 from .args import TrainingArguments
 from .examples import Example
 
@@ -281,7 +281,7 @@ def _model_ref(value: Any, base: Path, key: str) -> ModelRef:
     """A folder (resolved like any path) or, when it looks like one and is no local folder, a hub id."""
     text = _text(value, key)
     local = Path(text).expanduser()
-    if local.is_absolute() or text.startswith(("~", ".")) or not _looks_like_hub_id(text):
+    if local.is_absolute() or text.startswith(("~", ".")) or not looks_like_hub_id(text):
         return ModelRef(text, str(_resolve(text, base, key)), True, key)
     if (base / local).exists():
         return ModelRef(text, str((base / local).resolve()), True, key)
