@@ -521,7 +521,6 @@ def train(
     import shlex
 
     from .models.registry import check_name, installed_folder
-
     from .training.checkpoint import list_checkpoints
     from .training.config import build, load_config, run
 
