@@ -36,7 +36,7 @@ VARIANTS = {
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--model", default="multilingual-e5-small")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=2e-5)

@@ -34,7 +34,7 @@ def _duration(seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--model", default="multilingual-e5-small")
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--sample", type=int, default=2000, help="pairs scored to measure the cross-encoder")
     parser.add_argument("--batch-size", type=int, default=64)

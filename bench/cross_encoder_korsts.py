@@ -29,7 +29,7 @@ from munjang.training import Example, Trainer
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--model", default="multilingual-e5-small")
     parser.add_argument("--loss", choices=("bce", "mse"), default="bce")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)

@@ -25,7 +25,7 @@ from munjang.training import Trainer
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--model", default="multilingual-e5-small")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-5)

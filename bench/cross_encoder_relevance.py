@@ -29,7 +29,7 @@ from munjang.training import Trainer, mine_hard_negatives
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoder", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--encoder", default="multilingual-e5-small")
     parser.add_argument("--cross-encoder", default="runs/ce-korsts-e5/best")
     parser.add_argument("--negatives", type=int, default=4)
     parser.add_argument("--range-max", type=int, default=30)

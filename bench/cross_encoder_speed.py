@@ -5,7 +5,7 @@ difference.
     python bench/cross_encoder_speed.py                 # e5-small + SBERT head, KorSTS+STSb test pairs
     python bench/cross_encoder_speed.py --model runs/ce-korsts-e5/best --repeats 5
 
-Without --model, a cross-encoder is built from ~/.cache/munjang/e5-small with a new head and saved to a
+Without --model, a cross-encoder is built from multilingual-e5-small with a new head and saved to a
 temporary folder (throughput does not depend on the weights).
 """
 
@@ -30,7 +30,7 @@ from common import print_environment, shared_data_dir, write_result
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="saved cross-encoder folder (default: e5-small + new head)")
-    parser.add_argument("--base", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--base", default="multilingual-e5-small")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int)

@@ -37,7 +37,7 @@ def student_figures(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--student", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--student", default="multilingual-e5-small")
     parser.add_argument("--limit", type=int, default=4000, help="training pairs (0: all 10,536)")
     parser.add_argument(
         "--held-out", type=int, default=1000, help="test-split pairs for translation matching"

@@ -17,7 +17,7 @@ only transformers < 4.58 while sentence-transformers 6 needs transformers >= 5: 
 
     python bench/encode.py                              # all-MiniLM-L6-v2, 10,000 English sentences
     python bench/encode.py --n 1000 --repeats 1         # a quick check
-    python bench/encode.py --model ~/.cache/munjang/e5-small --lang ko --prompt "query: "
+    python bench/encode.py --model multilingual-e5-small --lang ko --prompt "query: "
     python bench/encode.py --device cuda                # on a GPU: torch fp32 / fp16 / bf16, both libraries
 
 With `--device cuda` the table holds the torch systems on the GPU (munjang and sentence-transformers,

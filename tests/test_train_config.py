@@ -339,10 +339,10 @@ def test_yaml_conveniences(tmp_path: Path, tiny: Path) -> None:
     assert config.tasks[0].loss.options == {"scale": 20.0}
 
 
-@pytest.mark.parametrize("name", ["train_korsts.yaml", "train_multitask.yaml"])
+@pytest.mark.parametrize("name", ["train_korsts.yaml", "train_multitask.yaml", "korean_model.yaml"])
 def test_example_configs_load_and_validate(name: str) -> None:
     config = load_config(REPO / "examples" / name)
-    assert config.model.value == "~/.cache/munjang/e5-small" and config.model.is_path
+    assert config.model.value == "multilingual-e5-small" and not config.model.is_path
     assert config.output_dir.parent == REPO / "runs"
     assert config.training.prompt_name == "query" and config.training.freeze_word_embeddings
     assert all(ev.options["prompt_name"] == "query" for ev in config.evaluators)
@@ -353,12 +353,26 @@ def test_example_configs_load_and_validate(name: str) -> None:
             16,
             2e-5,
         )
-    else:
+    elif name == "train_multitask.yaml":
         assert [(t.data.format, t.loss.name) for t in config.tasks] == [
             ("nli-triplets", "mnrl"),
             ("sts", "cosent"),
         ]
         assert config.training.multi_task == "round_robin"
+    else:  # the recipe behind bench/results/train_korsts_multitask.json (KorSTS test 82.40)
+        assert [(t.data.format, t.loss.name) for t in config.tasks] == [
+            ("sts", "cosent"),
+            ("nli-triplets", "mnrl"),
+        ]
+        args = config.training
+        assert (args.epochs, args.batch_size, args.learning_rate, args.eval_steps, args.seed) == (
+            4,
+            16,
+            2e-5,
+            180,
+            42,
+        )
+        assert config.evaluators[-1].options.get("name") == "korsts-dev", "best/ is chosen on dev"
     assert (REPO.parent / "shared" / "data").is_dir(), (
         "../shared/data is missing: the example configs read it"
     )

