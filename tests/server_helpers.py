@@ -12,6 +12,9 @@ from typing import Any
 import httpx
 import uvicorn
 
+# The base URL for TestClient: a loopback Host, as a local client sends (the server refuses others).
+LOCAL = "http://127.0.0.1"
+
 
 @contextmanager
 def live_server(app: Any, timeout: float = 30.0) -> Iterator[str]:

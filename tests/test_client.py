@@ -9,12 +9,13 @@ from fastapi.testclient import TestClient
 
 import munjang
 from munjang.server import ServerSettings, create_app
+from server_helpers import LOCAL
 
 
 @pytest.fixture()
 def client(encoder, tmp_path):
     app = create_app(ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path))
-    with TestClient(app) as http:
+    with TestClient(app, base_url=LOCAL) as http:
         yield munjang.Client(api_key="k", http=http)
 
 

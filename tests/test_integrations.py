@@ -15,6 +15,7 @@ pytest.importorskip("llama_index.core")
 
 from munjang.integrations.langchain import MunjangEmbeddings
 from munjang.integrations.llama_index import MunjangEmbedding
+from server_helpers import LOCAL
 
 DOCS = ["서울의 날씨가 맑다.", "Stocks fell sharply."]
 
@@ -30,7 +31,7 @@ def test_langchain_local_and_server_agree_with_encode(encoder):
     np.testing.assert_allclose(local.embed_query("날씨"), unit(encoder.encode("날씨")), atol=1e-5)
     assert local.embed_documents([]) == []
     app = create_app(ServerSettings(models={"mini": encoder}))
-    with TestClient(app) as http:
+    with TestClient(app, base_url=LOCAL) as http:
         remote = MunjangEmbeddings(client=munjang.Client(http=http), model="mini")
         np.testing.assert_allclose(remote.embed_documents(DOCS), expected, atol=1e-5)
     with pytest.raises(ValueError, match="either a local encoder"):

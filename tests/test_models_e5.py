@@ -18,6 +18,7 @@ from conftest import shared_dir
 from munjang.data import read_sts
 from munjang.demo import demo_collection, demo_documents
 from munjang.evaluation import STSEvaluator
+from server_helpers import LOCAL
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_serve_defaults_to_e5_beside_minilm(tmp_path: Path, e5_path: Path, capsy
     monkeypatch.setenv("MUNJANG_CACHE", str(tmp_path))
     code, out, _ = run_cli(["serve", "--demo", "--model-processes", "0"], capsys, monkeypatch)
     assert code == 0 and "serving multilingual-e5-small, all-MiniLM-L6-v2 at" in out
-    with TestClient(served["app"]) as client:
+    with TestClient(served["app"], base_url=LOCAL) as client:
         models = [m["id"] for m in client.get("/v1/models").json()["data"]]
         assert models == ["multilingual-e5-small", "all-MiniLM-L6-v2"]
         pair = ["한 남자가 음식을 먹고 있다.", "남자가 밥을 먹는다."]

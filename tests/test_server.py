@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang.server import ServerSettings, create_app
-from server_helpers import live_server
+from server_helpers import LOCAL, live_server
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = ["The cat sits on the mat.", "문장 임베딩 서버", "A third, slightly longer sentence about dogs."]
@@ -21,7 +21,7 @@ TEXTS = ["The cat sits on the mat.", "문장 임베딩 서버", "A third, slight
 @pytest.fixture(scope="module")
 def client(encoder) -> TestClient:
     settings = ServerSettings(models={MODEL: encoder}, max_inputs_per_request=4, max_chars_per_input=2000)
-    return TestClient(create_app(settings), raise_server_exceptions=False)
+    return TestClient(create_app(settings), raise_server_exceptions=False, base_url=LOCAL)
 
 
 @pytest.fixture(scope="module")
@@ -148,19 +148,20 @@ def test_invalid_json_and_non_object(client):
 
 def test_body_limit(encoder):
     app = create_app(ServerSettings(models={MODEL: encoder}, max_body_bytes=1000))
-    client = TestClient(app, raise_server_exceptions=False)
+    client = TestClient(app, raise_server_exceptions=False, base_url=LOCAL)
     big = json.dumps({"model": MODEL, "input": "x" * 2000}).encode()
-    assert_error(client.post("/v1/embeddings", content=big), 413, None)
+    headers = {"content-type": "application/json"}
+    assert_error(client.post("/v1/embeddings", content=big, headers=headers), 413, None)
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the bytes received are counted
         yield big[:600]
         yield big[600:]
 
-    assert_error(client.post("/v1/embeddings", content=chunks()), 413, None)
+    assert_error(client.post("/v1/embeddings", content=chunks(), headers=headers), 413, None)
 
 
 def test_api_key(encoder):
-    client = TestClient(create_app(ServerSettings(models={MODEL: encoder}, api_key="secret")))
+    client = TestClient(create_app(ServerSettings(models={MODEL: encoder}, api_key="secret")), base_url=LOCAL)
     body = {"model": MODEL, "input": "a"}
     assert_error(client.post("/v1/embeddings", json=body), 401, None)
     wrong = client.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer nope"})
@@ -191,7 +192,9 @@ def test_unexpected_error_is_json_500_without_traceback(encoder, monkeypatch):
         raise RuntimeError("secret internal detail")
 
     monkeypatch.setattr(app_module, "embed_batched", boom)
-    client = TestClient(create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False)
+    client = TestClient(
+        create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False, base_url=LOCAL
+    )
     r = client.post("/v1/embeddings", json={"model": MODEL, "input": "a"})
     assert_error(r, 500, None)
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -205,7 +208,9 @@ def test_munjang_error_is_400(encoder, monkeypatch):
         raise DataFormatError("bad data")
 
     monkeypatch.setattr(app_module, "embed_batched", bad)
-    client = TestClient(create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False)
+    client = TestClient(
+        create_app(ServerSettings(models={MODEL: encoder})), raise_server_exceptions=False, base_url=LOCAL
+    )
     assert_error(client.post("/v1/embeddings", json={"model": MODEL, "input": "a"}), 400, None)
 
 

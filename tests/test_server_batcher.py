@@ -11,6 +11,7 @@ import pytest
 
 from munjang.errors import InputTooLongError
 from munjang.server.batcher import DynamicBatcher
+from server_helpers import LOCAL
 
 TEXTS = [f"request {i}: the weather in Seoul is {'sunny' if i % 2 else '흐림'} today" for i in range(64)]
 
@@ -109,7 +110,7 @@ def test_metrics_count_requests_batches_and_queue(encoder):
     from munjang.server import ServerSettings, create_app
 
     app = create_app(ServerSettings(models={"mini": encoder}, api_key="k"))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         headers = {"Authorization": "Bearer k"}
         assert client.post("/v1/embeddings", json={"input": ["a", "b"]}, headers=headers).status_code == 200
         assert client.post("/v1/embeddings", json={"input": ""}, headers=headers).status_code == 400

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from collection_backends import fresh_database
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
+from server_helpers import LOCAL
 
 KEY = {"Authorization": "Bearer k"}
 DOCS = [
@@ -30,7 +31,7 @@ def served(encoder, tmp_path, request):
         db = fresh_database(request.getfixturevalue("postgres_url"))
         settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_db=db)
         opener = lambda name: Collection.open(name, backend=db, encoder=encoder)  # noqa: E731
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         yield client, opener
 
 
@@ -77,7 +78,7 @@ def test_a_server_serves_the_collections_it_finds(encoder, tmp_path):
     col.add(["a"], ["a document about cats"])
     col.close()
     app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=tmp_path))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         hits = client.post("/v1/collections/found/search", json={"query": "cats", "mode": "dense"}).json()
     assert hits["data"][0]["id"] == "a"
 

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from munjang import load_cross_encoder
 from munjang.server import ServerSettings, create_app
+from server_helpers import LOCAL
 from training_helpers import tiny_bert
 
 KEY = {"Authorization": "Bearer k"}
@@ -22,7 +23,7 @@ def cross(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(encoder, cross):
     app = create_app(ServerSettings(models={"mini": encoder}, rerankers={"tiny-ce": cross}, api_key="k"))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
@@ -106,6 +107,6 @@ def test_bad_requests_name_the_field(client, path, body, status, param):
 def test_routes_need_the_key_and_rerank_needs_a_reranker(client, encoder):
     assert client.post("/v1/tokenize", json={"inputs": "a"}).status_code == 401
     app = create_app(ServerSettings(models={"mini": encoder}))
-    with TestClient(app) as plain:
+    with TestClient(app, base_url=LOCAL) as plain:
         response = plain.post("/v1/rerank", json={"query": "q", "texts": ["a"]})
     assert response.status_code == 404 and "no reranker" in response.json()["error"]["message"]

@@ -645,6 +645,17 @@ def serve(
             envvar="MUNJANG_API_KEY", help="Require 'Authorization: Bearer KEY' (/health stays open)."
         ),
     ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Also answer requests with this Host name (repeatable; '*' for any). A loopback server "
+            "answers loopback names only, so a DNS-rebinding page cannot reach it.",
+        ),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="Also serve browser requests from this origin, e.g. https://app.example (repeat)."),
+    ] = None,
     device: DeviceOption = None,
     backend: BackendOption = "torch",
     precision: PrecisionOption = "fp32",
@@ -725,6 +736,8 @@ def serve(
         collections_dir=collections_dir,
         collections_db=collections_db,
         api_key=api_key,
+        allowed_hosts=tuple(allowed_host or ()),
+        allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,
         host=host,
         port=port,

@@ -20,6 +20,7 @@ from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
 from .embed import embed_batched
 from .errors import APIError, install_error_handlers, validation_error
+from .guard import RequestGuard, default_allowed_hosts
 from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
@@ -38,7 +39,9 @@ ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
         (400, "Invalid request"),
         (401, "Missing or wrong API key"),
         (404, "Unknown model"),
+        (403, "Host or Origin not allowed"),
         (413, "Body too large"),
+        (415, "Body is not application/json"),
         (422, "Invalid field"),
     ]
 }
@@ -143,6 +146,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.batchers = batchers
     app.state.metrics = ServerMetrics(batchers)
     app.state.metrics.install(app)
+    app.add_middleware(
+        RequestGuard,
+        allowed_hosts=default_allowed_hosts(settings.host, settings.allowed_hosts),
+        allowed_origins=settings.allowed_origins,
+        on_refusal=lambda reason: app.state.metrics.rejections.labels(reason=reason).inc(),
+    )
 
     router = APIRouter(prefix="/v1", dependencies=[Depends(api_key_check(settings))], responses=ERROR_ANSWERS)
 

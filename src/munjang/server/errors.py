@@ -20,8 +20,10 @@ ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
     404: "not_found_error",
+    403: "permission_error",
     405: "invalid_request_error",
     413: "request_too_large",
+    415: "invalid_request_error",
     422: "invalid_request_error",
     500: "server_error",
 }

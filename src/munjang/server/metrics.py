@@ -49,6 +49,9 @@ class ServerMetrics:
         self.batch_seconds = Histogram(
             "munjang_batch_seconds", "Model time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=reg
         )
+        self.rejections = Counter(
+            "munjang_rejected", "Requests refused before any work", ["reason"], registry=reg
+        )
         queue = Gauge("munjang_queue_depth", "Requests waiting or being encoded", ["model"], registry=reg)
         for name, batcher in batchers.items():
             queue.labels(model=name).set_function(_depth_of(batcher))

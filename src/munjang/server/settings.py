@@ -19,6 +19,8 @@ class ServerSettings:
     (a postgresql:// URL) every collection in that PostgreSQL database is served too, and new ones
     are created there.
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
+    `allowed_hosts` / `allowed_origins`: added to the Host and Origin allow-lists (`server.guard`:
+    a server bound to loopback answers loopback Host names only; `*` allows any).
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
     `model_processes`: run each model loaded from a folder in that many processes of its own
@@ -39,6 +41,8 @@ class ServerSettings:
     max_body_bytes: int = 8_000_000
     host: str = "127.0.0.1"
     port: int = 8000
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     batch_max_tokens: int = 4096
     batch_max_wait_ms: float = 2.0
     model_processes: int = 0
