@@ -48,7 +48,7 @@ def test_server_errors_carry_status_and_field(client, encoder):
     with pytest.raises(munjang.ServerError, match="404") as missing:
         client.search("nope", "q")
     assert missing.value.param == "name"
-    unauthorized = munjang.Client(http=client.http.__class__(client.http.app))
+    unauthorized = munjang.Client(http=client.http.__class__(client.http.app, base_url=LOCAL))
     with pytest.raises(munjang.ServerError) as denied:
         unauthorized.embed("x")
     assert denied.value.status == 401

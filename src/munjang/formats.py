@@ -113,10 +113,21 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
     entries = read_json(folder / "modules.json")
     if not isinstance(entries, list) or not entries:
         raise ModelLoadError(f"{folder / 'modules.json'}: expected a non-empty list of modules")
+    where = folder / "modules.json"
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise ModelLoadError(f"{where}: entry {i} is not an object with a 'type' ({entry!r})")
+        if not isinstance(entry.get("path", ""), str) or not isinstance(entry.get("idx", 0), int):
+            raise ModelLoadError(f"{where}: entry {i}: 'path' must be text and 'idx' a number")
+    root = folder.resolve()
     modules: list[Module] = []
     for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
         cls = module_class(str(entry.get("type", "")))
         sub = folder / str(entry.get("path", ""))
+        if Path(str(entry.get("path", ""))).is_absolute() or not sub.resolve().is_relative_to(root):
+            raise ModelLoadError(
+                f"{where}: module path {entry.get('path')!r} points outside the model folder"
+            )
         if cls not in (Normalize, Dropout) and not sub.is_dir():
             raise ModelLoadError(
                 f"{folder}: module folder {entry.get('path')!r} listed in modules.json is missing"

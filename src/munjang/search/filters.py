@@ -9,25 +9,33 @@
     {"meta.author": "kim"}                          dotted keys reach into nested objects
 
 Keys are checked against a strict pattern and values are bound as SQL parameters, so a filter can
-never inject SQL. A missing key matches only $ne/$nin/$not (as in MongoDB). Comparisons follow the
-database's JSON semantics where they differ: in SQLite true/false compare as 1/0 and a string sorts
+never inject SQL. Its size is bounded before any SQL is written (MAX_DEPTH nested $and/$or/$not,
+MAX_CONDITIONS conditions, MAX_LIST_VALUES values in one $in/$nin), far inside what SQLite's parser
+takes, and every number must be finite.
+
+A missing key matches only $ne/$nin/$not (as in MongoDB). Comparisons follow the database's JSON
+semantics where they differ: in SQLite true/false compare as 1/0 and a string sorts
 above every number; in PostgreSQL $gt/$gte/$lt/$lte match only values of the query value's JSON type.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
+MAX_DEPTH = 8
+MAX_CONDITIONS = 256
+MAX_LIST_VALUES = 1000
 _COMPARE = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _SCALARS = (str, int, float, bool)
 
 
 def _path(key: str) -> str:
-    if not _KEY.match(key):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ValueError(
             f"bad filter key {key!r}: use letters, digits, '_' and '-', with '.' between nested keys"
         )
@@ -58,7 +66,37 @@ def _checked(key: str, op: str, value: Any) -> Any:
 def _scalar(value: Any, key: str, op: str) -> Any:
     if value is not None and not isinstance(value, _SCALARS):
         raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"filter {key!r} {op}: numbers must be finite, got {value!r}")
     return value
+
+
+def check_size(spec: Any) -> None:
+    """Refuse a filter nested deeper than MAX_DEPTH or with more than MAX_CONDITIONS conditions (or
+    MAX_LIST_VALUES values in a list) before it is compiled, naming the limit."""
+    conditions = 0
+
+    def walk(node: Any, depth: int) -> None:
+        nonlocal conditions
+        if depth > MAX_DEPTH:
+            raise ValueError(f"the filter is nested more than {MAX_DEPTH} levels deep")
+        if not isinstance(node, Mapping):
+            return
+        for key, value in node.items():
+            if key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                for item in value:
+                    walk(item, depth + 1)
+            elif key == "$not":
+                walk(value, depth + 1)
+            else:
+                conditions += len(value) if isinstance(value, Mapping) else 1
+                for v in value.values() if isinstance(value, Mapping) else ():
+                    if isinstance(v, (list, tuple)) and len(v) > MAX_LIST_VALUES:
+                        raise ValueError(f"filter {key!r}: more than {MAX_LIST_VALUES} values in one list")
+            if conditions > MAX_CONDITIONS:
+                raise ValueError(f"the filter has more than {MAX_CONDITIONS} conditions")
+
+    walk(spec, 1)
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -130,6 +168,7 @@ def compile_filter(
     params: list[Any] = []
     if spec is None:
         return ("1" if dialect == "sqlite" else "TRUE"), params
+    check_size(spec)
     condition = _pg_condition if dialect == "postgres" else _condition
     return _clause(spec, column, params, condition), params
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
+# Weights are relative; a cap keeps every fused score finite (1e308 + 1e308 overflows to inf).
+MAX_WEIGHT = 1e6
 FUSIONS = ("rrf", "weighted")
 
 Ranked = Sequence[tuple[Hashable, float]]
@@ -48,8 +50,8 @@ def _check_weights(n_lists: int, weights: Sequence[float] | None) -> list[float]
     if len(weights) != n_lists:
         raise ValueError(f"got {len(weights)} weights for {n_lists} result lists")
     values = [float(w) for w in weights]
-    if any(not math.isfinite(w) or w < 0 for w in values):
-        raise ValueError(f"weights must be finite and non-negative, got {list(weights)}")
+    if any(not math.isfinite(w) or w < 0 or w > MAX_WEIGHT for w in values):
+        raise ValueError(f"weights must be between 0 and {MAX_WEIGHT:g}, got {list(weights)}")
     if sum(values) == 0:
         raise ValueError("at least one weight must be positive")
     return values

@@ -51,7 +51,7 @@ class DenseIndex:
     """The collection's vector index: exact (in memory, rebuilt from the store on open) or HNSW
     (saved in the folder, caught up from the store on open)."""
 
-    FILE = re.compile(r"^dense-(\d+)-(\d+)\.hnsw$")
+    FILE = re.compile(r"dense-(\d+)-(\d+)\.hnsw")
 
     def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
         if kind not in ("exact", "hnsw"):
@@ -89,10 +89,10 @@ class DenseIndex:
             return
 
     def _saved_files(self, folder: Path) -> list[Path]:
-        return [p for p in folder.iterdir() if self.FILE.match(p.name)]
+        return [p for p in folder.iterdir() if self.FILE.fullmatch(p.name)]
 
     def _mark(self, path: Path) -> Watermark:
-        match = self.FILE.match(path.name)
+        match = self.FILE.fullmatch(path.name)
         assert match is not None
         return Watermark(int(match.group(1)), int(match.group(2)))
 

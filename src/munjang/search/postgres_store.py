@@ -31,7 +31,7 @@ import numpy as np
 from ..extras import install_hint
 from .store import CollectionError, Document, NewRow, Watermark
 
-NAME = re.compile(r"^[A-Za-z0-9_\-]{1,50}$")
+NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
 URL_SCHEMES = ("postgres", "postgresql")
 OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
@@ -103,7 +103,7 @@ class PostgresStore:
     dialect = "postgres"
 
     def __init__(self, url: str, name: str, readonly: bool = False) -> None:
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise CollectionError(
                 f"bad collection name {name!r}: a PostgreSQL collection's name is 1-50 letters, "
                 "digits, '_' or '-'"

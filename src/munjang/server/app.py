@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
 from .. import __version__
 from ..inference.pool import EncoderProcess
@@ -57,11 +58,15 @@ async def read_body(request: Request, limit: int) -> bytes:
         )
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise APIError(413, f"the body is over the limit of {limit} bytes", None, "body_too_large")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise APIError(413, f"the body is over the limit of {limit} bytes", None, "body_too_large")
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client left mid-body: nothing to answer, nothing to log
+        message = "the client disconnected before sending the whole body"
+        raise APIError(400, message, None, "client_disconnected") from None
     return b"".join(chunks)
 
 

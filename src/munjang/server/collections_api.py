@@ -17,6 +17,7 @@ opened them), so its operations run one at a time, off the event loop. Routes:
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,17 +25,19 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from ..applications.projection import project_2d, umap_available
 from ..search.collection import Collection
+from ..search.filters import compile_filter
+from ..search.hybrid import MAX_WEIGHT
 from ..search.postgres_store import is_database_error, list_collections
 from ..search.store import CollectionError
 from .errors import APIError
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class ServedCollection:
@@ -97,7 +100,7 @@ class SearchRequest(BaseModel):
     filter: dict[str, Any] | None = None
     fusion: Literal["weighted", "rrf"] = "weighted"
     weights: list[StrictFloat | StrictInt] | None = None
-    rerank: bool = False
+    rerank: StrictBool = False
     rerank_k: StrictInt | None = Field(default=None, ge=1)
 
 
@@ -106,6 +109,29 @@ class MapRequest(BaseModel):
     method: Literal["auto", "pca", "umap"] = "auto"
     limit: StrictInt = Field(default=2000, ge=1, le=20000)
     filter: dict[str, Any] | None = None
+
+
+def check_filter(spec: dict[str, Any] | None) -> None:
+    """400 naming `filter` for a filter that would not compile (bad key, operator or value; too deep
+    or too large), before any work."""
+    if spec is None:
+        return
+    try:
+        compile_filter(spec)
+    except ValueError as e:
+        raise APIError(400, f"invalid 'filter': {e}", "filter") from None
+
+
+def check_weights(weights: list[float | int] | None) -> None:
+    """400 naming `weights` unless there are two finite weights in [0, MAX_WEIGHT], one positive."""
+    if weights is None:
+        return
+    if len(weights) != 2:
+        raise APIError(400, f"'weights' takes two numbers (dense, lexical), got {len(weights)}", "weights")
+    if any(not math.isfinite(w) or not 0 <= w <= MAX_WEIGHT for w in weights) or not any(weights):
+        raise APIError(
+            400, f"'weights' must be between 0 and {MAX_WEIGHT:g}, one of them positive", "weights"
+        )
 
 
 def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
@@ -158,7 +184,7 @@ def add_collection_routes(
                 "this server has no place for new collections "
                 "(start it with --collections-dir or --collections-db)",
             )
-        if not NAME.match(parsed.name):
+        if not NAME.fullmatch(parsed.name):
             raise APIError(400, "'name' must be 1-64 letters, digits, '_', '-' or '.'", "name")
         if parsed.name in served:
             raise APIError(409, f"collection {parsed.name!r} already exists", "name", "already_exists")
@@ -224,6 +250,8 @@ def add_collection_routes(
         target = named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         non_empty_text(parsed.query, "query", settings)
+        check_filter(parsed.filter)
+        check_weights(parsed.weights)
         reranker = None
         if parsed.rerank:
             if not settings.rerankers:
@@ -264,6 +292,7 @@ def add_collection_routes(
         """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed."""
         target = named(name)
         parsed = parse(MapRequest, await read_body(request, settings.max_body_bytes))
+        check_filter(parsed.filter)
         if parsed.method == "umap" and not umap_available():
             raise APIError(
                 400, "method 'umap' needs umap-learn on the server (pip install umap-learn)", "method"

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from ..encoder import SentenceEncoder
 from .batcher import DynamicBatcher
 from .errors import APIError
+from .inputs import is_blank
 from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
 from .settings import ServerSettings
 
@@ -52,6 +53,8 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
                     400, f"'{param}' has token id {bad}, outside the vocabulary (0..{vocab - 1})", param
                 )
             item = encoder.tokenizer.decode(item, skip_special_tokens=True)
+        if is_blank(item):
+            raise APIError(400, f"'{param}' has no visible character", param, "empty_input")
         if len(item) > settings.max_chars_per_input:
             raise APIError(
                 400,

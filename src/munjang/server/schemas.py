@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 EmbeddingInput = StrictStr | list[StrictStr] | list[StrictInt] | list[list[StrictInt]]
 
@@ -30,7 +30,7 @@ class EmbeddingRequest(BaseModel):
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: StrictInt | None = Field(default=None, description="Keep the first N dimensions.")
     user: StrictStr | None = None
-    truncate: bool = Field(default=True, description="Cut inputs at the model's token limit.")
+    truncate: StrictBool = Field(default=True, description="Cut inputs at the model's token limit.")
     prompt_name: StrictStr | None = Field(default=None, description="One of the model's prompts.")
 
 

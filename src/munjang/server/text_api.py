@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..encoder import SentenceEncoder
 from .errors import APIError, validation_error
+from .inputs import is_blank
 from .settings import ServerSettings
 
 
@@ -87,7 +88,7 @@ def non_empty(texts: list[str], param: str, settings: ServerSettings) -> None:
             "too_many_inputs",
         )
     for i, text in enumerate(texts):
-        if not text.strip():
+        if is_blank(text):
             raise APIError(400, f"'{param}[{i}]' must not be empty", f"{param}[{i}]", "empty_input")
         if len(text) > settings.max_chars_per_input:
             raise APIError(
@@ -100,7 +101,7 @@ def non_empty(texts: list[str], param: str, settings: ServerSettings) -> None:
 
 def non_empty_text(text: str, param: str, settings: ServerSettings) -> None:
     """400 naming `param` for an empty or over-long single text."""
-    if not text.strip():
+    if is_blank(text):
         raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
     if len(text) > settings.max_chars_per_input:
         raise APIError(400, f"'{param}' has {len(text)} characters, over the limit", param, "input_too_long")
