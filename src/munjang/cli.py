@@ -661,6 +661,19 @@ def serve(
     precision: PrecisionOption = "fp32",
     threads: ThreadsOption = None,
     max_inputs: Annotated[int, typer.Option(min=1, help="Most inputs in one request.")] = 2048,
+    max_queued_tokens: Annotated[
+        int, typer.Option(min=1, help="Per model, the most tokens waiting to be encoded; past it: 503.")
+    ] = 65_536,
+    max_queued_requests: Annotated[
+        int, typer.Option(min=1, help="Per model, the most requests waiting to be encoded; past it: 503.")
+    ] = 256,
+    request_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds an embeddings request may wait and run; then 503.")
+    ] = 30.0,
+    max_collections: Annotated[int, typer.Option(min=1, help="Most collections served at once.")] = 100,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Most open connections and requests; past it new ones get 503.")
+    ] = 1000,
     reranker: Annotated[
         list[str] | None,
         typer.Option(help="Cross-encoder folder or NAME=PATH for POST /v1/rerank (repeatable)."),
@@ -739,6 +752,10 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,
+        max_queued_tokens=max_queued_tokens,
+        max_queued_requests=max_queued_requests,
+        request_timeout_s=request_timeout,
+        max_collections=max_collections,
         host=host,
         port=port,
         model_processes=_default_model_processes(encoders) if model_processes is None else model_processes,
@@ -749,7 +766,15 @@ def serve(
         f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 (API docs: http://{shown}:{port}/docs)"
     )
     typer.echo(f"web page: http://{shown}:{port}/")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,
+        limit_concurrency=max_connections,
+        timeout_keep_alive=5,
+    )
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -48,9 +49,14 @@ ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
 }
 
 
+# A body that takes longer than this to arrive is refused (408): a slow or stalled client cannot hold
+# a request open for ever.
+BODY_TIMEOUT_S = 30.0
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused with 413 once it passes `limit` bytes (Content-Length checked
-    first, then the bytes actually received)."""
+    first, then the bytes actually received), and with 408 when it takes over BODY_TIMEOUT_S."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise APIError(
@@ -59,11 +65,16 @@ async def read_body(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise APIError(413, f"the body is over the limit of {limit} bytes", None, "body_too_large")
-            chunks.append(chunk)
+        with anyio.fail_after(BODY_TIMEOUT_S):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    message = f"the body is over the limit of {limit} bytes"
+                    raise APIError(413, message, None, "body_too_large")
+                chunks.append(chunk)
+    except TimeoutError:
+        message = f"the body did not arrive within {BODY_TIMEOUT_S:g} s"
+        raise APIError(408, message, None, "body_timeout") from None
     except ClientDisconnect:  # the client left mid-body: nothing to answer, nothing to log
         message = "the client disconnected before sending the whole body"
         raise APIError(400, message, None, "client_disconnected") from None
@@ -123,6 +134,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
             settings.batch_max_tokens,
             settings.batch_max_wait_ms,
             compute=[p.encode_tokenized for p in processes[name]] if name in processes else None,
+            max_queued_requests=settings.max_queued_requests,
+            max_queued_tokens=settings.max_queued_tokens,
         )
         for name, encoder in settings.models.items()
     }
@@ -184,7 +197,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
             raise APIError(
                 404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
             )
-        return await embed_batched(parsed, name, encoder, settings, batchers[name])
+        try:
+            return await embed_batched(parsed, name, encoder, settings, batchers[name], request)
+        except APIError as e:
+            if e.status == 503 and e.code is not None:
+                app.state.metrics.rejections.labels(reason=e.code).inc()
+            raise
 
     @router.get("/models", response_model=ModelList)
     async def list_models() -> ModelList:

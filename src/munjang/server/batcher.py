@@ -7,6 +7,12 @@ tokens by taking a slice from every waiting request in turn, so a huge request i
 pieces between the small ones and cannot starve them. Requests with different encode options
 (prompt, truncation, dimensions) never share a batch. The batch is computed by the encoder in
 this process, or by an `EncoderProcess` holding the same model (`compute`).
+
+The queue is bounded by requests and by tokens (`max_queued_requests`, `max_queued_tokens`): a
+request that would pass either bound is refused at once with `QueueFullError` (the server answers
+503 with Retry-After), so waiting work never grows past what the model clears in a bounded time. A
+job whose future is cancelled (its client left, or its deadline passed) is dropped before its next
+rows are encoded.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from typing import Any
 import numpy as np
 
 from ..encoder import SentenceEncoder
+from ..errors import MunjangError
+
+
+class QueueFullError(MunjangError):
+    """The batcher's queue is at its bound; try again later."""
 
 
 @dataclass
@@ -44,6 +55,7 @@ class BatcherStats:
     tokens: int = 0
     requests: int = 0
     max_queue_depth: int = 0
+    cancelled: int = 0
     batch_rows: list[int] = field(default_factory=list)
 
 
@@ -57,6 +69,8 @@ class DynamicBatcher:
         max_wait_ms: float = 2.0,
         slice_rows: int = 64,
         compute: Callable[..., np.ndarray] | Sequence[Callable[..., np.ndarray]] | None = None,
+        max_queued_requests: int | None = None,
+        max_queued_tokens: int | None = None,
     ) -> None:
         """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
         same method of an `EncoderProcess` holding this model. Given several (one per model
@@ -73,6 +87,9 @@ class DynamicBatcher:
         if not computes:
             raise ValueError("compute must name at least one function")
         self.max_tokens = max_tokens
+        self.max_queued_requests = max_queued_requests
+        self.max_queued_tokens = max_queued_tokens
+        self.queued_tokens = 0
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
         self.stats = BatcherStats()
@@ -116,9 +133,23 @@ class DynamicBatcher:
         options = {"prompt_length": prompt_length, **options}
         key = tuple(sorted((k, repr(v)) for k, v in options.items()))
         job = _Job(encoded, lengths, options, key, future)
+        tokens = sum(lengths)
         with self._cond:
             if self._closed:
                 raise RuntimeError("the batcher is closed")
+            self._drop_cancelled()
+            if self.max_queued_requests is not None and len(self._jobs) >= self.max_queued_requests:
+                raise QueueFullError(f"{len(self._jobs)} requests are queued, the most this model takes")
+            if (
+                self.max_queued_tokens is not None
+                and self._jobs
+                and self.queued_tokens + tokens > self.max_queued_tokens
+            ):
+                raise QueueFullError(
+                    f"{self.queued_tokens:,} tokens are queued; {tokens:,} more would pass the bound "
+                    f"of {self.max_queued_tokens:,}"
+                )
+            self.queued_tokens += tokens
             self._jobs.append(job)
             self.stats.requests += 1
             self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._jobs))
@@ -139,6 +170,7 @@ class DynamicBatcher:
     def _take(self) -> list[tuple[_Job, int, int]]:
         """Slices (job, start, stop) for the next batch: round-robin over waiting jobs with the
         options of the oldest one, up to the token budget."""
+        self._drop_cancelled()
         first = next((job for job in self._jobs if job.next < len(job.lengths)), None)
         if first is None:
             return []
@@ -170,8 +202,20 @@ class DynamicBatcher:
         return chosen
 
     def _pending(self) -> bool:
-        """Some job has rows no thread has taken yet."""
+        """Some job has rows no thread has taken yet (cancelled jobs dropped first)."""
+        self._drop_cancelled()
         return any(job.next < len(job.lengths) for job in self._jobs)
+
+    def _remove(self, job: _Job) -> None:
+        """Take a job off the queue (call holding the lock)."""
+        self._jobs.remove(job)
+        self.queued_tokens -= sum(job.lengths)
+
+    def _drop_cancelled(self) -> None:
+        """Forget jobs nobody waits for any more (call holding the lock)."""
+        for job in [j for j in self._jobs if j.future.cancelled()]:
+            self._remove(job)
+            self.stats.cancelled += 1
 
     def _run(self, compute: Callable[..., np.ndarray]) -> None:
         while True:
@@ -224,7 +268,7 @@ class DynamicBatcher:
             job = chosen[0][0]
             with self._cond:
                 if job in self._jobs:
-                    self._jobs.remove(job)
+                    self._remove(job)
             if not job.future.done():
                 job.future.set_exception(error)
             return
@@ -235,6 +279,6 @@ class DynamicBatcher:
     def _finish_done(self) -> None:
         """Resolve every job whose rows have all come back (call holding the lock)."""
         for job in [j for j in self._jobs if sum(len(p) for p in j.parts.values()) == len(j.lengths)]:
-            self._jobs.remove(job)
+            self._remove(job)
             if not job.future.done():
                 job.future.set_result(np.concatenate([job.parts[k] for k in sorted(job.parts)]))

@@ -188,6 +188,9 @@ def add_collection_routes(
             raise APIError(400, "'name' must be 1-64 letters, digits, '_', '-' or '.'", "name")
         if parsed.name in served:
             raise APIError(409, f"collection {parsed.name!r} already exists", "name", "already_exists")
+        if len(served) >= settings.max_collections:
+            message = f"this server serves {len(served)} collections, its limit (--max-collections)"
+            raise APIError(400, message, "name", "too_many_collections")
         model_name = parsed.model or settings.default_model
         encoder = settings.models.get(model_name)
         if encoder is None:

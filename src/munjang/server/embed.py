@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 
 from ..encoder import SentenceEncoder
-from .batcher import DynamicBatcher
+from .batcher import DynamicBatcher, QueueFullError
 from .errors import APIError
 from .inputs import is_blank
 from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
@@ -142,19 +144,53 @@ def respond(request: EmbeddingRequest, name: str, vectors: np.ndarray, tokens: i
 INLINE_RESPONSE_ROWS = 64
 
 
+RETRY_AFTER_S = 1
+POLL_S = 0.1
+
+
+async def wait_for_client(future: Future[np.ndarray], http: Request | None, deadline: float) -> np.ndarray:
+    """The future's vectors; cancelled (so its rows are never encoded) once `deadline` (event-loop
+    time) passes or the client disconnects, answering 503 or 400."""
+    loop = asyncio.get_running_loop()
+    waiting = asyncio.wrap_future(future)
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            waiting.cancel()
+            raise APIError(503, "the request ran past its deadline", None, "deadline_exceeded", retry_after())
+        done, _ = await asyncio.wait({waiting}, timeout=min(POLL_S, remaining))
+        if done:
+            return waiting.result()
+        if http is not None and await http.is_disconnected():
+            waiting.cancel()
+            raise APIError(400, "the client disconnected", None, "client_disconnected")
+
+
+def retry_after() -> dict[str, str]:
+    return {"Retry-After": str(RETRY_AFTER_S)}
+
+
 async def embed_batched(
     request: EmbeddingRequest,
     name: str,
     encoder: SentenceEncoder,
     settings: ServerSettings,
     batcher: DynamicBatcher,
+    http: Request | None = None,
 ) -> EmbeddingResponse:
     """Validate, encode and format one request, sharing model batches with concurrent requests.
 
     Validation and tokenization run in a worker thread, and the wait for the batcher holds no
-    thread, so every waiting request is in the batcher's queue rather than queued for a thread."""
+    thread, so every waiting request is in the batcher's queue rather than queued for a thread.
+    A full queue is a 503 with Retry-After at once; a request past `settings.request_timeout_s`, or
+    whose client (`http`) has gone, is dropped from the queue."""
+    deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
     prepared = await run_in_threadpool(prepare, request, encoder, settings)
-    vectors = await asyncio.wrap_future(batcher.submit_tokenized(prepared.encoded, **prepared.options))
+    try:
+        future = batcher.submit_tokenized(prepared.encoded, **prepared.options)
+    except QueueFullError as e:
+        raise APIError(503, f"the model is busy: {e}", None, "queue_full", retry_after()) from None
+    vectors = await wait_for_client(future, http, deadline)
     if len(vectors) > INLINE_RESPONSE_ROWS:
         return await run_in_threadpool(respond, request, name, vectors, prepared.tokens)
     return respond(request, name, vectors, prepared.tokens)

@@ -22,30 +22,44 @@ ERROR_TYPES = {
     404: "not_found_error",
     403: "permission_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "request_too_large",
     415: "invalid_request_error",
     422: "invalid_request_error",
     500: "server_error",
+    503: "overloaded_error",
 }
 
 
 class APIError(Exception):
     """An error answer: HTTP status, message, and the request field at fault (`param`)."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+        self.headers = headers
 
 
 def error_response(
-    status: int, message: str, param: str | None = None, code: str | None = None
+    status: int,
+    message: str,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     """The JSON answer for an error (401 also carries `WWW-Authenticate`)."""
     body = {
         "error": {"message": message, "type": ERROR_TYPES.get(status, "error"), "param": param, "code": code}
     }
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, headers=headers)
+    extra = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    return JSONResponse(body, status_code=status, headers={**extra, **(headers or {})} or None)
 
 
 def _location(loc: tuple[Any, ...]) -> str | None:
@@ -80,7 +94,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def api_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, APIError)
-        return error_response(exc.status, exc.message, exc.param, exc.code)
+        return error_response(exc.status, exc.message, exc.param, exc.code, exc.headers)
 
     async def request_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, (RequestValidationError, ValidationError))

@@ -23,6 +23,11 @@ class ServerSettings:
     a server bound to loopback answers loopback Host names only; `*` allows any).
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
+    `max_queued_requests` / `max_queued_tokens`: per model, the most requests and tokens waiting to
+    be encoded; past either a request is refused with 503 and Retry-After instead of queuing.
+    `request_timeout_s`: an embeddings request still unanswered after this long is dropped (503), as
+    is one whose client has gone, and its rows are not encoded. `max_tokenize_tokens` bounds what
+    /v1/tokenize returns; `max_collections` the collections served at once.
     `model_processes`: run each model loaded from a folder in that many processes of its own
     (`munjang serve` does; 0 keeps it in this process), so request handling never holds the model
     up, and several batches run side by side; the cores (torch's thread count here) are shared
@@ -46,6 +51,11 @@ class ServerSettings:
     batch_max_tokens: int = 4096
     batch_max_wait_ms: float = 2.0
     model_processes: int = 0
+    max_queued_requests: int = 256
+    max_queued_tokens: int = 65_536
+    request_timeout_s: float = 30.0
+    max_tokenize_tokens: int = 65_536
+    max_collections: int = 100
 
     def __post_init__(self) -> None:
         if not self.models:

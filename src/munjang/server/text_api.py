@@ -11,10 +11,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -114,6 +115,17 @@ def similarity_scores(encoder: SentenceEncoder, request: SimilarityRequest) -> l
     return [float(s) for s in scores]
 
 
+def tokens_json(encoder: SentenceEncoder, texts: list[str], special: bool, limit: int) -> bytes:
+    """`tokens_of` as JSON bytes, built off the event loop; 413 naming `inputs` past `limit` tokens
+    (a response is ~60 bytes per token: unbounded, a few MB of text became 100 MB)."""
+    encoded = encoder.tokenizer(texts, add_special_tokens=special, truncation=False)
+    count = sum(len(ids) for ids in encoded["input_ids"])
+    if count > limit:
+        message = f"'inputs' make {count:,} tokens, over the limit of {limit:,} per request"
+        raise APIError(413, message, "inputs", "response_too_large")
+    return json.dumps(tokens_of(encoder, texts, special), ensure_ascii=False).encode("utf-8")
+
+
 def tokens_of(encoder: SentenceEncoder, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:
     tokenizer = encoder.tokenizer
     encoded = tokenizer(texts, add_special_tokens=special, return_offsets_mapping=True, truncation=False)
@@ -155,13 +167,15 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         return scores
 
     @router.post("/tokenize", openapi_extra=body_schema(TokenizeRequest))
-    async def tokenize(request: Request) -> list[list[dict[str, Any]]]:
+    async def tokenize(request: Request) -> Response:
         """The model's tokens of each input, with ids and character offsets (TEI's /tokenize)."""
         parsed = parse(TokenizeRequest, await read_body(request, settings.max_body_bytes))
         texts = [parsed.inputs] if isinstance(parsed.inputs, str) else list(parsed.inputs)
         non_empty(texts, "inputs", settings)
         _, encoder = encoder_named(parsed.model)
-        return await run_in_threadpool(tokens_of, encoder, texts, parsed.add_special_tokens)
+        limit = settings.max_tokenize_tokens
+        body = await run_in_threadpool(tokens_json, encoder, texts, parsed.add_special_tokens, limit)
+        return Response(body, media_type="application/json")
 
     @router.post("/rerank", openapi_extra=body_schema(RerankRequest))
     async def rerank(request: Request) -> dict[str, Any]:

@@ -1,0 +1,181 @@
+"""Bounded work: a full queue answers 503 + Retry-After at once, a request past its deadline or whose
+client left is dropped before its rows are encoded, and every response and collection count is capped."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from munjang.server import ServerSettings, create_app
+from munjang.server import app as app_module
+from munjang.server.batcher import DynamicBatcher, QueueFullError
+from server_helpers import LOCAL, live_server
+
+
+class Gate:
+    """A compute function that blocks until released and records the rows it was given."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder, self.open, self.seen = encoder, threading.Event(), []
+
+    def __call__(self, encoded: dict[str, list[list[int]]], **options: Any) -> np.ndarray:
+        self.open.wait(30)
+        self.seen.append([tuple(ids) for ids in encoded["input_ids"]])
+        return self.encoder.encode_tokenized(encoded, **options)
+
+
+def test_queue_bounds_by_requests_and_tokens(encoder) -> None:
+    gate = Gate(encoder)
+    batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=gate, max_queued_requests=2)
+    first, second = batcher.submit(["하나"]), batcher.submit(["둘"])
+    with pytest.raises(QueueFullError, match="2 requests are queued"):
+        batcher.submit(["셋"])
+    gate.open.set()
+    assert first.result(10).shape == second.result(10).shape == (1, 384)
+    batcher.submit(["넷"]).result(10)  # room again once the queue drained
+    batcher.close()
+    held = Gate(encoder)
+    tokens = DynamicBatcher(encoder, max_wait_ms=0, compute=held, max_queued_tokens=20)
+    alone = tokens.submit(["a b c d e f g h i j k l m n o p q r s t u v w x"])  # 26 tokens: alone, taken
+    with pytest.raises(QueueFullError, match="tokens are queued"):
+        tokens.submit(["m n o"])
+    held.open.set()
+    alone.result(10)
+    tokens.close()
+
+
+def test_cancelled_jobs_are_never_encoded(encoder) -> None:
+    gate = Gate(encoder)
+    batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=gate)
+    blocker = batcher.submit(["먼저 온 요청"])
+    time.sleep(0.2)  # the worker holds the blocker's batch at the gate
+    dropped, kept = batcher.submit(["떠난 손님"]), batcher.submit(["남은 손님"])
+    assert dropped.cancel()
+    gate.open.set()
+    blocker.result(10), kept.result(10)
+    dropped_ids = tuple(encoder.token_ids(["떠난 손님"])[0]["input_ids"][0])
+    assert all(dropped_ids not in batch for batch in gate.seen)
+    assert batcher.stats.cancelled == 1 and batcher.queued_tokens == 0
+    batcher.close()
+
+
+@pytest.fixture(params=[1.0])
+def gated(encoder, request):
+    """A live server whose model waits at a gate, with a queue of one request and a deadline of
+    `request.param` seconds."""
+    settings = ServerSettings(
+        models={"mini": encoder}, max_queued_requests=1, request_timeout_s=request.param
+    )
+    app = create_app(settings)
+    gate = Gate(encoder)
+    app.state.batchers["mini"].close()
+    app.state.batchers["mini"] = DynamicBatcher(encoder, max_wait_ms=0, compute=gate, max_queued_requests=2)
+    with live_server(app) as url:
+        yield url, gate, app
+    gate.open.set()
+
+
+@pytest.mark.parametrize("gated", [30.0], indirect=True)
+def test_full_queue_is_503_with_retry_after_and_counted(gated) -> None:
+    url, gate, _ = gated
+    results: list[httpx.Response] = []
+    first = threading.Thread(
+        target=lambda: results.append(httpx.post(f"{url}/v1/embeddings", json={"input": "a"}, timeout=30))
+    )
+    first.start()
+    time.sleep(0.3)
+    second = threading.Thread(
+        target=lambda: httpx.post(f"{url}/v1/embeddings", json={"input": "c"}, timeout=30)
+    )
+    second.start()
+    time.sleep(0.3)
+    busy = httpx.post(f"{url}/v1/embeddings", json={"input": "b"}, timeout=30)
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+    assert busy.json()["error"]["code"] == "queue_full"
+    assert 'munjang_rejected_total{reason="queue_full"} 1.0' in httpx.get(f"{url}/metrics").text
+    gate.open.set()
+    first.join(10), second.join(10)
+    assert [r.status_code for r in results] == [200]
+
+
+def post_in_thread(url: str, text: str) -> threading.Thread:
+    thread = threading.Thread(
+        target=lambda: httpx.post(f"{url}/v1/embeddings", json={"input": text}, timeout=30)
+    )
+    thread.start()
+    time.sleep(0.3)
+    return thread
+
+
+def test_a_request_past_its_deadline_is_dropped(gated) -> None:
+    url, gate, app = gated
+    batcher = app.state.batchers["mini"]
+    blocker = post_in_thread(url, "x")  # its batch waits at the gate
+    started = time.monotonic()
+    late = httpx.post(f"{url}/v1/embeddings", json={"input": "deadline"}, timeout=30)
+    assert late.status_code == 503 and late.json()["error"]["code"] == "deadline_exceeded"
+    assert late.headers["retry-after"] == "1" and 0.6 <= time.monotonic() - started < 3
+    gate.open.set()
+    blocker.join(10)
+    time.sleep(0.2)
+    assert batcher.stats.cancelled == 1 and batcher.queue_depth == 0
+    late_ids = tuple(batcher.encoder.token_ids(["deadline"])[0]["input_ids"][0])
+    assert all(late_ids not in batch for batch in gate.seen), "the expired request was encoded"
+
+
+@pytest.mark.parametrize("gated", [30.0], indirect=True)
+def test_a_departed_clients_work_is_dropped(gated) -> None:
+    url, gate, app = gated
+    batcher = app.state.batchers["mini"]
+    blocker = threading.Thread(
+        target=lambda: httpx.post(f"{url}/v1/embeddings", json={"input": "x"}, timeout=30)
+    )
+    blocker.start()
+    time.sleep(0.3)  # its batch now waits at the gate
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(f"{url}/v1/embeddings", json={"input": "gone"}, timeout=0.3)
+    time.sleep(0.5)
+    gate.open.set()  # well before the 30 s deadline: only the disconnect can have dropped it
+    blocker.join(10)
+    time.sleep(0.2)
+    assert batcher.stats.cancelled == 1 and batcher.queue_depth == 0
+    gone = tuple(batcher.encoder.token_ids(["gone"])[0]["input_ids"][0])
+    assert all(gone not in batch for batch in gate.seen), "the departed client's text was encoded"
+
+
+def test_tokenize_response_is_capped(encoder) -> None:
+    app = create_app(ServerSettings(models={"mini": encoder}, max_tokenize_tokens=50))
+    with TestClient(app, base_url=LOCAL) as client:
+        ok = client.post("/v1/tokenize", json={"inputs": "a short text"})
+        assert ok.status_code == 200 and ok.json()[0][0]["special"]
+        big = client.post("/v1/tokenize", json={"inputs": ["word " * 40, "word " * 40]})
+        assert big.status_code == 413 and big.json()["error"]["param"] == "inputs"
+
+
+def test_collections_are_capped(encoder, tmp_path) -> None:
+    app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=tmp_path, max_collections=1))
+    with TestClient(app, base_url=LOCAL) as client:
+        assert client.post("/v1/collections", json={"name": "one"}).status_code == 201
+        second = client.post("/v1/collections", json={"name": "two"})
+        assert second.status_code == 400 and second.json()["error"]["code"] == "too_many_collections"
+    assert not (tmp_path / "two").exists()
+
+
+def test_a_stalled_body_is_408(encoder, monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "BODY_TIMEOUT_S", 0.5)
+    with live_server(create_app(ServerSettings(models={"mini": encoder}))) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(
+                b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"input"'
+            )
+            answer = raw.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408")
