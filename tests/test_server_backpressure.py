@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from munjang import Collection
 from munjang.server import ServerSettings, create_app
 from munjang.server import app as app_module
 from munjang.server.batcher import DynamicBatcher, QueueFullError
@@ -179,3 +180,40 @@ def test_a_stalled_body_is_408(encoder, monkeypatch) -> None:
             )
             answer = raw.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408")
+
+
+def test_a_search_does_not_wait_for_a_long_add(encoder, tmp_path) -> None:
+    with Collection.create(tmp_path / "main", encoder=encoder) as collection:
+        collection.add(["0"], ["처음 문서"])
+    app = create_app(
+        ServerSettings(models={"mini": encoder}, collections_dir=tmp_path, max_inputs_per_request=5000)
+    )
+    docs = [{"id": f"d{i}", "text": f"문서 {i}: 오늘의 날씨와 주식 시장 소식 {i % 97}"} for i in range(2000)]
+    with live_server(app) as url:
+        search = {"query": "날씨", "top_k": 3}
+        httpx.post(f"{url}/v1/collections/main/search", json=search, timeout=30)  # warm
+        idle = time.perf_counter()
+        httpx.post(f"{url}/v1/collections/main/search", json=search, timeout=30)
+        idle = time.perf_counter() - idle
+        done: dict[str, float] = {}
+
+        def add() -> None:
+            started = time.perf_counter()
+            answer = httpx.post(f"{url}/v1/collections/main/documents", json={"documents": docs}, timeout=300)
+            assert answer.status_code == 200
+            done["add"] = time.perf_counter() - started
+
+        writer = threading.Thread(target=add)
+        writer.start()
+        time.sleep(0.5)
+        latencies = []
+        while writer.is_alive() and len(latencies) < 5:
+            started = time.perf_counter()
+            answer = httpx.post(f"{url}/v1/collections/main/search", json=search, timeout=300)
+            assert answer.status_code == 200
+            latencies.append(time.perf_counter() - started)
+            assert httpx.get(f"{url}/v1/collections", timeout=300).status_code == 200
+        writer.join(300)
+    assert latencies, "the add ended before a search could run beside it"
+    assert done["add"] > 3 * max(latencies), (done, latencies, idle)
+    assert max(latencies) < max(2.0, 10 * idle), (latencies, idle)

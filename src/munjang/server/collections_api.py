@@ -41,20 +41,54 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class ServedCollection:
-    """A collection and the one thread that touches it."""
+    """A served collection: writes (add, delete) run one at a time on the writer's thread; reads
+    (search, info, map) run there too while no write is in flight, and otherwise on a read-only twin
+    opened on the same storage with the same encoder, on a thread of its own. SQLite's WAL (and
+    PostgreSQL's MVCC) let the twin see each chunk the writer commits, so a long add never holds a
+    search up. The twin is opened on the first read that meets a write and kept (it holds its own
+    copy of the dense index)."""
 
-    def __init__(self, open_collection: Callable[[], Collection]) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection")
+    def __init__(
+        self,
+        open_collection: Callable[[], Collection],
+        open_twin: Callable[[Collection], Collection] | None = None,
+    ) -> None:
+        self._writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection")
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection-read")
+        self._open_twin = open_twin
+        self._twin: Collection | None = None
+        self.writing = 0
         try:
-            self.collection = self._pool.submit(open_collection).result()
+            self.collection = self._writes.submit(open_collection).result()
         except BaseException:
-            self._pool.shutdown(wait=False)
+            self._writes.shutdown(wait=False)
+            self._reads.shutdown(wait=False)
             raise
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run `fn` on the collection's thread; bad requests become 400s naming the problem."""
+        """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
+        self.writing += 1
         try:
-            return await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+            return await self._run(self._writes, fn, *args, **kwargs)
+        finally:
+            self.writing -= 1
+
+    async def read(self, fn: Callable[[Collection], Any]) -> Any:
+        """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
+        if not self.writing or self._open_twin is None:
+            return await self._run(self._writes, fn, self.collection)
+        return await self._run(self._reads, lambda: fn(self._twin_collection()))
+
+    def _twin_collection(self) -> Collection:
+        if self._twin is None:
+            assert self._open_twin is not None
+            self._twin = self._open_twin(self.collection)
+        return self._twin
+
+    @staticmethod
+    async def _run(pool: ThreadPoolExecutor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await asyncio.wrap_future(pool.submit(fn, *args, **kwargs))
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
         except Exception as e:
@@ -63,8 +97,11 @@ class ServedCollection:
             raise
 
     def close(self) -> None:
-        self._pool.submit(self.collection.close).result()
-        self._pool.shutdown(wait=True)
+        if self._twin is not None:
+            self._reads.submit(self._twin.close).result()
+        self._reads.shutdown(wait=True)
+        self._writes.submit(self.collection.close).result()
+        self._writes.shutdown(wait=True)
 
 
 class CreateRequest(BaseModel):
@@ -142,15 +179,21 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
         for folder in sorted(Path(settings.collections_dir).iterdir()):
             if (folder / "collection.db").exists():
                 paths.setdefault(folder.name, folder)
-    served = {name: ServedCollection(_opener(path)) for name, path in paths.items()}
+    served = {name: ServedCollection(_opener(path), _twin_opener(path)) for name, path in paths.items()}
     if settings.collections_db is not None:
         for name in list_collections(settings.collections_db):
-            served.setdefault(name, ServedCollection(_opener(name, settings.collections_db)))
+            db = settings.collections_db
+            served.setdefault(name, ServedCollection(_opener(name, db), _twin_opener(name, db)))
     return served
 
 
 def _opener(path: Path | str, backend: str | None = None) -> Callable[[], Collection]:
     return lambda: Collection.open(path, backend=backend)
+
+
+def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Collection], Collection]:
+    """Opens a read-only twin of a served collection, sharing its encoder."""
+    return lambda writer: Collection.open(path, backend=backend, encoder=writer.encoder, readonly=True)
 
 
 def add_collection_routes(
@@ -166,7 +209,7 @@ def add_collection_routes(
         return found
 
     async def info_of(name: str) -> dict[str, Any]:
-        info: dict[str, Any] = await named(name).call(lambda: named(name).collection.info())
+        info: dict[str, Any] = await named(name).read(lambda collection: collection.info())
         return {"name": name, **info}
 
     @router.get("/collections")
@@ -207,7 +250,10 @@ def add_collection_routes(
             return Collection.create(folder, str(source), encoder=encoder, index=parsed.index)
 
         try:
-            served[parsed.name] = ServedCollection(create)
+            where = (
+                parsed.name if db is not None else Path(cast(Path, settings.collections_dir)) / parsed.name
+            )
+            served[parsed.name] = ServedCollection(create, _twin_opener(where, db))
         except (CollectionError, ValueError) as e:
             raise APIError(400, str(e), "name") from e
         return await info_of(parsed.name)
@@ -261,8 +307,8 @@ def add_collection_routes(
                 raise APIError(400, "rerank asked, but no reranker is served (--reranker)", "rerank")
             reranker = next(iter(settings.rerankers.values()))
 
-        def search_with_terms() -> tuple[list[Any], list[list[str]]]:
-            hits = target.collection.search(
+        def search_with_terms(collection: Collection) -> tuple[list[Any], list[list[str]]]:
+            hits = collection.search(
                 parsed.query,
                 parsed.top_k,
                 mode=parsed.mode,
@@ -272,9 +318,9 @@ def add_collection_routes(
                 rerank=reranker,
                 rerank_k=parsed.rerank_k,
             )
-            return hits, target.collection.matched_terms(parsed.query, [h.id for h in hits])
+            return hits, collection.matched_terms(parsed.query, [h.id for h in hits])
 
-        hits, terms = await target.call(search_with_terms)
+        hits, terms = await target.read(search_with_terms)
         return {
             "object": "list",
             "data": [
@@ -300,7 +346,7 @@ def add_collection_routes(
             raise APIError(
                 400, "method 'umap' needs umap-learn on the server (pip install umap-learn)", "method"
             )
-        docs, vectors = await target.call(target.collection.sample, parsed.limit, parsed.filter)
+        docs, vectors = await target.read(lambda c: c.sample(parsed.limit, parsed.filter))
         coords, method = await asyncio.to_thread(project_2d, vectors, parsed.method)
         return {
             "object": "map",
