@@ -105,7 +105,9 @@ def test_a_server_serves_the_collections_it_finds(encoder, tmp_path):
         ("/v1/collections/missing/map", {}, 404, "name"),
         ("/v1/collections/news/map", {"limit": 0}, 422, "limit"),
         ("/v1/collections/news/map", {"method": "tsne"}, 422, "method"),
-        ("/v1/collections/news/map", {"filter": {"year": {"$near": 1}}}, 400, None),
+        ("/v1/collections/news/map", {"filter": {"year": {"$near": 1}}}, 400, "filter"),
+        ("/v1/collections/news/search", {"query": "q", "filter": {"year": {"$near": 1}}}, 400, "filter"),
+        ("/v1/collections/news/search", {"query": "q", "weights": [1e308, 1e308]}, 400, "weights"),
     ],
 )
 def test_bad_requests_are_named(served, path, body, status, param):
