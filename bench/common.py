@@ -12,6 +12,8 @@ import os
 import platform
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import metadata
@@ -230,3 +232,40 @@ def training_arguments(args: Any, **settings: Any) -> Any:
         "seed": args.seed,
     }
     return TrainingArguments(**{**base, **settings})
+
+
+@contextmanager
+def running_server(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 600.0
+) -> Iterator[Any]:
+    """`munjang serve ARGS` on a free loopback port, its output in a log file; yields (url, process)
+    once /health answers, and stops it afterwards."""
+    import socket
+    import subprocess
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port), "--no-access-log", *args]
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-serve-{port}.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not come up; see {log_path}")
+                time.sleep(0.2)
+            yield url, server
+        finally:
+            server.terminate()
+            server.wait(timeout=60)

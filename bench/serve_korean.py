@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,40 +30,11 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import print_environment, shared_data_dir, write_result
+from common import print_environment, running_server, shared_data_dir, write_result
 from munjang.data import read_sts
 from munjang.demo import demo_documents
 
 QUERIES = ["요리하는 남자", "내일 비가 올까요?", "축구 경기 결과", "주식 시장이 폭락했다"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(models: list[str], cache: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    """`munjang serve --demo` (plus `--model` values, if any); returns it once /health answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "munjang.cli", "serve", "--demo", "--port", str(port), "--no-access-log"]
-    for model in models:
-        command += ["--model", model]
-    env = {**os.environ, "MUNJANG_CACHE": str(cache)}
-    if "MUNJANG_MODELS" not in env:
-        env["MUNJANG_MODELS"] = str(Path.home() / ".cache" / "munjang" / "models")
-    started = time.perf_counter()
-    server = subprocess.Popen(command, env=env)
-    url = f"http://127.0.0.1:{port}"
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return server, url, time.perf_counter() - started
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with status {server.returncode}")
-        time.sleep(0.2)
 
 
 def embed(client: httpx.Client, texts: list[str], batch: int = 64) -> np.ndarray:
@@ -112,17 +81,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="serve_korean")
     args = parser.parse_args(argv)
-    env = print_environment()
+    environment = print_environment()
     data_dir = shared_data_dir()
     results: dict[str, Any] = {}
-    for label, models in (("default", []), ("all-MiniLM-L6-v2", ["all-MiniLM-L6-v2"])):
+    for label, models in (("default", []), ("all-MiniLM-L6-v2", ["--model", "all-MiniLM-L6-v2"])):
         with tempfile.TemporaryDirectory(prefix="munjang-serve-") as cache:
-            server, url, startup = start(models, Path(cache))
-            try:
+            env = {**os.environ, "MUNJANG_CACHE": cache}
+            env.setdefault("MUNJANG_MODELS", str(Path.home() / ".cache" / "munjang" / "models"))
+            started = time.perf_counter()
+            with running_server(["--demo", *models], env=env) as (url, _):
+                startup = time.perf_counter() - started
                 results[label] = {"startup_seconds": round(startup, 1), **measure(url, data_dir)}
-            finally:
-                server.terminate()
-                server.wait(timeout=60)
         row = results[label]
         print(
             f"{label}: serves {', '.join(row['served'])}; KorSTS test {row['korsts_test_spearman']:.2f}; "
@@ -132,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {query}")
             for score, text in hits:
                 print(f"    {score:.3f}  {text}")
-    print(f"wrote {write_result(args.name, results, env)}")
+    print(f"wrote {write_result(args.name, results, environment)}")
 
 
 if __name__ == "__main__":

@@ -197,13 +197,11 @@ def main(argv: list[str] | None = None) -> int:
 
     port = free_port()
     command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port)]
-    command += ["--precision", args.precision]
+    command += ["--precision", args.precision, "--model", args.model or "all-MiniLM-L6-v2"]
     if args.batch_tokens:
         command += ["--batch-tokens", str(args.batch_tokens)]
     if args.model_processes is not None:
         command += ["--model-processes", str(args.model_processes)]
-    if args.model:
-        command += ["--model", args.model]
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-server-load-{port}.log", "w")  # noqa: SIM115
     server = subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT

@@ -1,0 +1,173 @@
+"""Overload: what `munjang serve` does with more work than it can take, and reads beside a long write.
+
+1. Burst: `--rounds` times, 4x the queue bound (`--queue` requests, `munjang serve
+   --max-queued-requests`) of concurrent POST /v1/embeddings at once, each 8 sentences of ~40 words
+   (the hardening issue's load), clients giving up after the server's deadline + 5 s. Reported per
+   round: answers by status (every request must get 200 or 503; none may fail or time out), the
+   slowest answer against the deadline, p50/p99 latency of the accepted ones, and the server's
+   resident memory (its process and the model processes) after each round: flat means nothing piles up.
+2. Search during an add: idle search latency (median of 10), then `--docs` documents added through
+   POST /v1/collections/bench/documents (2,000 per request, one after another) while a search runs
+   every 0.25 s; reported: their latencies and the ratio of the median and the worst to idle.
+
+    python bench/server_overload.py              # writes bench/results/server_overload.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import load_corpus, print_environment, process_tree, rss_bytes, running_server, write_result
+
+
+def forty_words(corpus: list[str], i: int) -> str:
+    words: list[str] = []
+    j = i
+    while len(words) < 40:
+        words += corpus[j % len(corpus)].split()
+        j += 1
+    return " ".join(words[:40])
+
+
+async def burst(url: str, requests: int, corpus: list[str], timeout: float) -> list[tuple[str, float]]:
+    """(status or error name, seconds) for `requests` concurrent embeddings requests."""
+    async with httpx.AsyncClient(
+        base_url=url, timeout=timeout, limits=httpx.Limits(max_connections=None)
+    ) as c:
+
+        async def one(k: int) -> tuple[str, float]:
+            body = {"input": [forty_words(corpus, 8 * k + i) for i in range(8)], "model": "all-MiniLM-L6-v2"}
+            started = time.perf_counter()
+            try:
+                answer = await c.post("/v1/embeddings", json=body)
+                return str(answer.status_code), time.perf_counter() - started
+            except httpx.HTTPError as e:
+                return type(e).__name__, time.perf_counter() - started
+
+        return await asyncio.gather(*(one(k) for k in range(requests)))
+
+
+def server_rss_mib(pid: int) -> float:
+    return round(sum(rss_bytes(p) for p in process_tree(pid)) / 2**20, 1)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def search_during_add(url: str, docs: int) -> dict[str, Any]:
+    with httpx.Client(base_url=url, timeout=600) as client:
+        assert client.post("/v1/collections", json={"name": "bench"}).status_code == 201
+        client.post("/v1/collections/bench/documents", json={"documents": [{"id": "seed", "text": "seed"}]})
+        search = {"query": "weather in Seoul today", "top_k": 5}
+        client.post("/v1/collections/bench/search", json=search)
+        idle = []
+        for _ in range(10):
+            started = time.perf_counter()
+            client.post("/v1/collections/bench/search", json=search).raise_for_status()
+            idle.append(time.perf_counter() - started)
+        corpus = load_corpus(docs, seed=1, lang="mixed")
+        added: dict[str, float] = {}
+
+        def add() -> None:
+            started = time.perf_counter()
+            with httpx.Client(base_url=url, timeout=3600) as writer:
+                for i in range(0, docs, 2000):
+                    part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + 2000))]
+                    writer.post(
+                        "/v1/collections/bench/documents", json={"documents": part}
+                    ).raise_for_status()
+            added["seconds"] = time.perf_counter() - started
+
+        thread = threading.Thread(target=add)
+        thread.start()
+        during = []
+        while thread.is_alive():
+            started = time.perf_counter()
+            client.post("/v1/collections/bench/search", json=search).raise_for_status()
+            during.append(time.perf_counter() - started)
+            time.sleep(0.25)
+        thread.join()
+    idle_s = statistics.median(idle)
+    return {
+        "documents": docs,
+        "add_seconds": round(added["seconds"], 1),
+        "idle_search_ms": round(idle_s * 1000, 1),
+        "searches_during_add": len(during),
+        "during_p50_ms": round(statistics.median(during) * 1000, 1),
+        "during_max_ms": round(max(during) * 1000, 1),
+        "p50_ratio_to_idle": round(statistics.median(during) / idle_s, 2),
+        "max_ratio_to_idle": round(max(during) / idle_s, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queue", type=int, default=32, help="munjang serve --max-queued-requests")
+    parser.add_argument("--deadline", type=float, default=10.0, help="munjang serve --request-timeout")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--name", default="server_overload")
+    args = parser.parse_args(argv)
+    environment = print_environment()
+    corpus = load_corpus(4000, seed=0, lang="en")
+    serve = ["--model", "all-MiniLM-L6-v2", "--max-queued-requests", str(args.queue)]
+    serve += ["--request-timeout", str(args.deadline), "--max-queued-tokens", str(10**9)]
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        running_server([*serve, "--collections-dir", folder]) as (
+            url,
+            server,
+        ),
+    ):
+        rounds = []
+        memory = [server_rss_mib(server.pid)]
+        for r in range(args.rounds):
+            answers = asyncio.run(burst(url, 4 * args.queue, corpus, args.deadline + 5))
+            statuses: dict[str, int] = {}
+            for status, _ in answers:
+                statuses[status] = statuses.get(status, 0) + 1
+            accepted = [s for status, s in answers if status == "200"]
+            memory.append(server_rss_mib(server.pid))
+            rounds.append(
+                {
+                    "requests": len(answers),
+                    "statuses": statuses,
+                    "slowest_s": round(max(s for _, s in answers), 2),
+                    "accepted_p50_s": round(percentile(accepted, 0.5), 2),
+                    "accepted_p99_s": round(percentile(accepted, 0.99), 2),
+                }
+            )
+            print(f"burst {r + 1}: {rounds[-1]}; server RSS {memory[-1]} MiB")
+        reads = search_during_add(url, args.docs)
+        print(f"search during a {args.docs:,}-document add: {reads}")
+    every_answered = all(set(r["statuses"]) <= {"200", "503"} for r in rounds)
+    within = all(r["slowest_s"] <= args.deadline + 1 for r in rounds)
+    payload = {
+        "queue_bound": args.queue,
+        "deadline_s": args.deadline,
+        "burst_rounds": rounds,
+        "every_request_answered_200_or_503": every_answered,
+        "no_answer_past_deadline": within,
+        "server_rss_mib_before_and_after_each_round": memory,
+        "search_during_add": reads,
+    }
+    print(f"every request 200 or 503: {every_answered}; none past the deadline: {within}; RSS {memory}")
+    print(f"wrote {write_result(args.name, payload, environment)}")
+
+
+if __name__ == "__main__":
+    main()
