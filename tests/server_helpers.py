@@ -17,12 +17,13 @@ LOCAL = "http://127.0.0.1"
 
 
 @contextmanager
-def live_server(app: Any, timeout: float = 30.0) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 until the block ends; yields its base URL once /health answers."""
+def live_server(app: Any, timeout: float = 30.0, **config: Any) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 until the block ends; yields its base URL once /health answers.
+    `config` goes to uvicorn.Config (e.g. `http=` a protocol class)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

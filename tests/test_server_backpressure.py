@@ -217,3 +217,22 @@ def test_a_search_does_not_wait_for_a_long_add(encoder, tmp_path) -> None:
     assert latencies, "the add ended before a search could run beside it"
     assert done["add"] > 3 * max(latencies), (done, latencies, idle)
     assert max(latencies) < max(2.0, 10 * idle), (latencies, idle)
+
+
+def test_connections_that_never_finish_their_headers_are_closed(encoder, monkeypatch) -> None:
+    from munjang.server import protocol
+
+    monkeypatch.setattr(protocol, "HEADER_TIMEOUT_S", 0.5)
+    app = create_app(ServerSettings(models={"mini": encoder}))
+    with live_server(app, http=protocol.HeaderDeadlineProtocol) as url:
+        port = int(url.rsplit(":", 1)[1])
+        silent = socket.create_connection(("127.0.0.1", port), timeout=5)
+        trickle = socket.create_connection(("127.0.0.1", port), timeout=5)
+        trickle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        with httpx.Client(base_url=url) as client:  # one keep-alive connection, several requests
+            for _ in range(3):
+                assert client.get("/health").status_code == 200
+                time.sleep(0.3)
+        time.sleep(0.6)
+        assert silent.recv(10) == b"" and trickle.recv(10) == b"", "the server kept them open"
+        silent.close(), trickle.close()

@@ -721,6 +721,7 @@ def serve(
 
     from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
+    from .server.protocol import HeaderDeadlineProtocol
 
     encoders = {}
     for name, path in _named_models(model, DEFAULT_SERVE_MODELS):
@@ -774,6 +775,7 @@ def serve(
         access_log=access_log,
         limit_concurrency=max_connections,
         timeout_keep_alive=5,
+        http=HeaderDeadlineProtocol,
     )
 
 
