@@ -185,7 +185,7 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
     assert saved == ["dense-6-0.hnsw"]
     # Changes after the last save (here: the process "dies" without close) are replayed on open.
     c = Collection.open(folder, encoder=encoder)
-    stale = folder / ".dense-6-0.hnsw.999-abcd.tmp"  # what a save killed midway leaves behind
+    stale = folder / ".dense-6-0.hnsw.999-abcd.tmp.hnsw"  # what a save killed midway leaves behind
     stale.write_bytes(b"partial")
     c.add(["late"], ["A late guitar solo."])
     c.delete(["en-1"])

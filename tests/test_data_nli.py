@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from munjang.data import Example
 from munjang.data.nli import (
     NLI_LABELS,
     NLIData,
@@ -16,7 +17,6 @@ from munjang.data.nli import (
     read_nli,
 )
 from munjang.errors import DataFormatError
-from munjang.training.examples import Example
 
 HEADER = "sentence1\tsentence2\tgold_label\n"
 

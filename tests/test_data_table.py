@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from munjang.data import Example
 from munjang.data.examples import sts_examples
 from munjang.data.sts import STSData, read_sts
 from munjang.data.table import read_table
 from munjang.errors import DataFormatError
-from munjang.training.examples import Example
 
 NLI_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 

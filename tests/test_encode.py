@@ -136,9 +136,26 @@ def test_devices(encoder: SentenceEncoder) -> None:
     assert encoder.encode("x", device="cpu").shape == (384,)
     with pytest.raises(ValueError, match="unknown device"):
         munjang.load_encoder(device="tpu-ish")
-    from munjang.devices import best_device
 
-    assert best_device() == ("cuda" if torch.cuda.is_available() else best_device())
+
+def test_best_device_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda, then mps, then cpu: each branch forced, so the test says something on a CPU machine."""
+    from munjang.devices import best_device, resolve_device
+
+    class Backend:
+        def __init__(self, present: bool) -> None:
+            self.present = present
+
+        def is_available(self) -> bool:
+            return self.present
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert best_device() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends, "mps", Backend(True), raising=False)
+    assert best_device() == "mps"
+    monkeypatch.setattr(torch.backends, "mps", Backend(False), raising=False)
+    assert best_device() == "cpu" and resolve_device("auto") == torch.device("cpu")
 
 
 def test_bad_arguments(encoder: SentenceEncoder) -> None:

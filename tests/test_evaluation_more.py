@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import munjang
+from munjang.data import Example
 from munjang.data.nli import NLIData, read_nli
 from munjang.data.parallel import ParallelData, align_stsb_korsts
 from munjang.data.sts import read_sts
@@ -34,7 +35,6 @@ from munjang.evaluation.mse import MSEEvaluator
 from munjang.evaluation.sequential import SequentialEvaluator
 from munjang.evaluation.translation import TranslationEvaluator
 from munjang.evaluation.triplet import TripletEvaluator
-from munjang.training.examples import Example
 
 FNS = ["cosine", "dot", "euclidean", "manhattan"]
 TOLERANCE = 1e-6

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import run_cli
-from munjang.inference.pool import EncodePool, EncoderProcess
+from munjang.encode_pool import EncodePool, EncoderProcess
 
 TEXTS = [f"sentence number {i} about {'cats' if i % 2 else '날씨'}" + " word" * (i % 7) for i in range(40)]
 

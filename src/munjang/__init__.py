@@ -15,8 +15,7 @@ from .errors import (
 from .modules import Dense, Normalize, Pooling, Transformer
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "Client",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +16,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .atomic import atomic_write
 from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_models import models_app
@@ -54,19 +54,6 @@ def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
     from .encoder import load_encoder
 
     return load_encoder(model, device=device, **kwargs)
-
-
-def _atomic_write(target: Path, write: Any) -> None:
-    """Write through a temporary file in the same folder, so an interrupted run leaves no half file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @app.command()
@@ -186,7 +173,7 @@ def encode(
     load_options: dict[str, Any] = {"backend": backend, "precision": precision, "threads": threads}
     start = time.perf_counter()
     if processes:
-        from .inference.pool import EncodePool
+        from .encode_pool import EncodePool
 
         devices = [device] * processes if device else None
         with EncodePool(
@@ -211,7 +198,7 @@ def encode(
                         json.dumps({"text": text, "embedding": vector.tolist()}, ensure_ascii=False) + "\n"
                     )
 
-    _atomic_write(target, write)
+    atomic_write(target, write)
     rate = len(texts) / seconds if seconds > 0 else float("inf")
     typer.echo(f"wrote {target}: {vectors.shape[0]} x {vectors.shape[1]} ({rate:.0f} sentences/s)")
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .atomic import atomic_write
 from .cli_options import BatchOption, DeviceOption, FieldOption, FormatOption, JsonLinesOption, ModelOption
 
 SentencesArgument = Annotated[
@@ -45,11 +46,7 @@ def _emit(rows: list[dict[str, Any]], output: Path | None) -> None:
         for line in lines:
             typer.echo(line)
         return
-    from .cli import _atomic_write
-
-    _atomic_write(
-        output, lambda tmp: tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    )
+    atomic_write(output, lambda tmp: tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8"))
     typer.echo(f"wrote {len(lines)} lines to {output}")
 
 

@@ -6,17 +6,15 @@ searches over a small bundled corpus, and scores the model on STSb test when the
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
 from collections.abc import Callable
-from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from .bundled import demo_corpus, demo_documents
 from .encoder import SentenceEncoder
 from .search import semantic_search
 
@@ -35,12 +33,6 @@ DEMO_QUERIES = [
     "Someone is having lunch.",
     "반려동물이 쉬고 있다.",
 ]
-
-
-def demo_corpus() -> list[str]:
-    """The bundled search corpus (30 short Korean and English sentences)."""
-    text = files("munjang").joinpath("resources/demo_corpus.txt").read_text(encoding="utf-8")
-    return [line for line in text.splitlines() if line.strip()]
 
 
 def find_shared_data() -> Path | None:
@@ -98,12 +90,6 @@ def run_demo(encoder: SentenceEncoder, name: str, echo: Callable[[str], None] = 
         f"Pearson {metrics['pearson_cosine'] * 100:.2f} ({seconds:.1f} s)"
     )
     return figures
-
-
-def demo_documents() -> list[dict[str, Any]]:
-    """The bundled demo collection: 60 sentences, Korean and English, six topics (id, text, metadata)."""
-    text = files("munjang").joinpath("resources/demo_collection.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def demo_collection(

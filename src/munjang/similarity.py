@@ -19,7 +19,7 @@ import torch
 ArrayT = TypeVar("ArrayT", np.ndarray, torch.Tensor)
 
 
-def _as_tensor(x: Any) -> tuple[torch.Tensor, bool]:
+def as_tensor(x: Any) -> tuple[torch.Tensor, bool]:
     """(tensor, was_numpy). 1-D input is treated as one row."""
     if isinstance(x, torch.Tensor):
         t, was_numpy = x, False
@@ -57,15 +57,15 @@ def _normalize(x: torch.Tensor) -> torch.Tensor:
 
 def cos_sim(a: Any, b: Any) -> Any:
     """Cosine similarity matrix."""
-    ta, numpy_in = _as_tensor(a)
-    tb = _check_dims(ta, _as_tensor(b)[0])
+    ta, numpy_in = as_tensor(a)
+    tb = _check_dims(ta, as_tensor(b)[0])
     return _back(_normalize(ta.to(tb.dtype)) @ _normalize(tb).T, numpy_in)
 
 
 def dot_score(a: Any, b: Any) -> Any:
     """Dot-product matrix."""
-    ta, numpy_in = _as_tensor(a)
-    tb = _check_dims(ta, _as_tensor(b)[0])
+    ta, numpy_in = as_tensor(a)
+    tb = _check_dims(ta, as_tensor(b)[0])
     return _back(ta.to(tb.dtype) @ tb.T, numpy_in)
 
 
@@ -83,21 +83,21 @@ def _cdist(a: torch.Tensor, b: torch.Tensor, p: float) -> torch.Tensor:
 
 def euclidean_sim(a: Any, b: Any) -> Any:
     """Negative euclidean distance matrix."""
-    ta, numpy_in = _as_tensor(a)
-    tb = _check_dims(ta, _as_tensor(b)[0])
+    ta, numpy_in = as_tensor(a)
+    tb = _check_dims(ta, as_tensor(b)[0])
     return _back(-_cdist(ta.to(tb.dtype), tb, p=2.0), numpy_in)
 
 
 def manhattan_sim(a: Any, b: Any) -> Any:
     """Negative manhattan (L1) distance matrix."""
-    ta, numpy_in = _as_tensor(a)
-    tb = _check_dims(ta, _as_tensor(b)[0])
+    ta, numpy_in = as_tensor(a)
+    tb = _check_dims(ta, as_tensor(b)[0])
     return _back(-_cdist(ta.to(tb.dtype), tb, p=1.0), numpy_in)
 
 
 def _pairwise_inputs(a: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor, bool]:
-    ta, numpy_in = _as_tensor(a)
-    tb = _check_dims(ta, _as_tensor(b)[0])
+    ta, numpy_in = as_tensor(a)
+    tb = _check_dims(ta, as_tensor(b)[0])
     if ta.shape[0] != tb.shape[0]:
         raise ValueError(f"pairwise similarity needs equally many rows: {ta.shape[0]} vs {tb.shape[0]}")
     return ta.to(tb.dtype), tb, numpy_in

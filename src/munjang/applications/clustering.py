@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .paraphrase_mining import _check_positive, as_embedding_matrix
+from .paraphrase_mining import as_embedding_matrix, check_positive
 
 
 def community_detection(
@@ -34,8 +34,8 @@ def community_detection(
     others by decreasing similarity; communities come largest first. Scores are computed for
     `batch_size` rows at a time (memory: batch_size x N).
     """
-    _check_positive("min_community_size", min_community_size)
-    _check_positive("batch_size", batch_size)
+    check_positive("min_community_size", min_community_size)
+    check_positive("batch_size", batch_size)
     if not math.isfinite(threshold):
         raise ValueError(f"threshold must be a finite number, not {threshold!r}")
     if isinstance(embeddings, (np.ndarray, torch.Tensor)) and embeddings.ndim == 1:
@@ -97,7 +97,7 @@ def kmeans_clusters(
     With `normalize` (default) rows are L2-normalized first (spherical k-means, i.e. cosine);
     `seed` makes the result reproducible.
     """
-    _check_positive("n_clusters", n_clusters)
+    check_positive("n_clusters", n_clusters)
     data = _normalized_numpy(embeddings, normalize)
     if n_clusters > len(data):
         raise ValueError(f"n_clusters ({n_clusters}) is larger than the number of embeddings ({len(data)})")
@@ -119,7 +119,7 @@ def hdbscan_clusters(
     """
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         raise ValueError(f"min_cluster_size must be an integer of at least 2, not {min_cluster_size!r}")
-    _check_positive("min_samples", min_samples, allow_none=True)
+    check_positive("min_samples", min_samples, allow_none=True)
     data = _normalized_numpy(embeddings, normalize)
     if len(data) < min_cluster_size:
         raise ValueError(

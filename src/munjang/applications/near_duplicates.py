@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .paraphrase_mining import _check_positive, as_embedding_matrix, paraphrase_mining_embeddings
+from .paraphrase_mining import as_embedding_matrix, check_positive, paraphrase_mining_embeddings
 
 if TYPE_CHECKING:
     from ..encoder import SentenceEncoder
@@ -86,7 +86,7 @@ def deduplicate(
     text that has none. Equal texts are encoded once and always count as duplicates."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a list of strings")
-    _check_positive("batch_size", batch_size)
+    check_positive("batch_size", batch_size)
     first_of: dict[str, int] = {}
     for index, text in enumerate(texts):
         first_of.setdefault(text, index)

@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..formats import SIMILARITY_FUNCTIONS
-from ..similarity import _as_tensor, similarity
+from ..similarity import as_tensor, similarity
 
 if TYPE_CHECKING:
     from ..encoder import SentenceEncoder
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 Pair = tuple[float, int, int]
 
 
-def _check_positive(name: str, value: int | None, allow_none: bool = False) -> None:
+def check_positive(name: str, value: int | None, allow_none: bool = False) -> None:
+    """ValueError naming `name` unless `value` is an integer >= 1 (or None, with `allow_none`)."""
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -42,7 +43,7 @@ def as_embedding_matrix(embeddings: Any) -> torch.Tensor:
         raise ValueError(
             f"embeddings must be a 2-D array (sentences x dimensions), got shape {tuple(embeddings.shape)}"
         )
-    matrix, _ = _as_tensor(embeddings)
+    matrix, _ = as_tensor(embeddings)
     if matrix.dtype in (torch.float16, torch.bfloat16):
         matrix = matrix.float()
     finite = torch.isfinite(matrix).all(dim=1)
@@ -110,10 +111,10 @@ def paraphrase_mining_embeddings(
     (distances are negated, so larger is always more similar). Memory grows with
     `query_chunk_size * corpus_chunk_size`, `query_chunk_size * top_k` and `max_pairs`, never N².
     """
-    _check_positive("top_k", top_k)
-    _check_positive("max_pairs", max_pairs, allow_none=True)
-    _check_positive("query_chunk_size", query_chunk_size)
-    _check_positive("corpus_chunk_size", corpus_chunk_size)
+    check_positive("top_k", top_k)
+    check_positive("max_pairs", max_pairs, allow_none=True)
+    check_positive("query_chunk_size", query_chunk_size)
+    check_positive("corpus_chunk_size", corpus_chunk_size)
     if score_function not in SIMILARITY_FUNCTIONS:
         raise ValueError(
             f"unknown score_function {score_function!r}; choose from {', '.join(SIMILARITY_FUNCTIONS)}"
@@ -198,7 +199,7 @@ def paraphrase_mining(
     """
     if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
         raise TypeError("sentences must be a list of strings")
-    _check_positive("batch_size", batch_size)
+    check_positive("batch_size", batch_size)
     if len(sentences) < 2:
         return []
     embeddings = model.encode(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..training.examples import Example
+from .example import Example
 from .sts import STSData
 
 

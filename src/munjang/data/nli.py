@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..training.examples import Example
+from .example import Example
 from .sts import Column
 from .table import TableFile
 

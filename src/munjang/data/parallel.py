@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DataFormatError
-from .sts import KORSTS_HEADER, STSB_MIN_FIELDS, Column, _Reader
+from .sts import KORSTS_HEADER, STSB_MIN_FIELDS, Column, RowReader
 from .table import TableFile
 
 # STSb and KorSTS both spell the forum genre `main-forum` in train and `main-forums` in dev and test.
@@ -97,7 +97,7 @@ def _sts_rows(path: str | os.PathLike[str], korsts: bool) -> list[_STSRow]:
     file = Path(path)
     if not file.exists():
         raise FileNotFoundError(f"STS data file not found: {path}")
-    reader = _Reader(file, display=os.fspath(path), min_score=0.0, max_score=5.0)
+    reader = RowReader(file, display=os.fspath(path), min_score=0.0, max_score=5.0)
     rows = reader.rows()
     if korsts:
         header = next(rows, None)

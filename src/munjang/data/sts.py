@@ -125,7 +125,7 @@ def read_sts(
     file = Path(path)
     if not file.exists():
         raise FileNotFoundError(f"STS data file not found: {path}")
-    reader = _Reader(file, display=os.fspath(path), min_score=min_score, max_score=max_score)
+    reader = RowReader(file, display=os.fspath(path), min_score=min_score, max_score=max_score)
 
     if format == "auto":
         format = "generic" if given else reader.detect()
@@ -151,7 +151,7 @@ def _inner_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-class _Reader:
+class RowReader:
     """One file's text, plus the row checks shared by every format."""
 
     def __init__(self, path: Path, display: str, min_score: float, max_score: float) -> None:
@@ -301,7 +301,7 @@ class _Reader:
                 raise ValueError("delimiter, has_header and quoting do not apply to JSON files")
             return self.generic_json(columns)
         if delimiter is None:
-            delimiter = _delimiter_for(self.suffix, self.first_line())
+            delimiter = delimiter_for(self.suffix, self.first_line())
         if quoting is None:
             quoting = csv.QUOTE_MINIMAL if self.suffix == ".csv" else csv.QUOTE_NONE
         by_name = [c for c in columns if isinstance(c, str)]
@@ -434,7 +434,8 @@ class _Reader:
         return self.result(s1, s2, scores)
 
 
-def _delimiter_for(suffix: str, first_line: str) -> str:
+def delimiter_for(suffix: str, first_line: str) -> str:
+    """The column delimiter: comma for .csv, tab for .tsv, else what the first line shows."""
     if suffix == ".csv":
         return ","
     if suffix == ".tsv":

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
-from ..training.examples import Example
-from .sts import QUOTING_MODES, Column, _delimiter_for, _Reader
+from .example import Example
+from .sts import QUOTING_MODES, Column, RowReader, delimiter_for
 
 LabelType = type[float] | type[int] | Mapping[str, int]
 
@@ -49,13 +49,13 @@ class TableFile:
         file = Path(path)
         if not file.exists():
             raise FileNotFoundError(f"data file not found: {path}")
-        self._reader = _Reader(file, display=os.fspath(path), min_score=0.0, max_score=0.0)
+        self._reader = RowReader(file, display=os.fspath(path), min_score=0.0, max_score=0.0)
         self.display = self._reader.display
         first = self._reader.first_line()
         self.is_json = self._reader.suffix in (".json", ".jsonl") or first.lstrip()[:1] in ("[", "{")
         if self.is_json and (delimiter is not None or has_header is not None or quoting is not None):
             raise ValueError("delimiter, has_header and quoting do not apply to JSON files")
-        self.delimiter = delimiter if delimiter is not None else _delimiter_for(self._reader.suffix, first)
+        self.delimiter = delimiter if delimiter is not None else delimiter_for(self._reader.suffix, first)
         if quoting is None:
             quoting = csv.QUOTE_MINIMAL if self._reader.suffix == ".csv" else csv.QUOTE_NONE
         self.quoting = quoting

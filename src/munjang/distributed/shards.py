@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_write
 from ..errors import MunjangError
 from .corpus import require_pyarrow
 
@@ -45,16 +46,7 @@ def shard_count(total_rows: int, shard_size: int) -> int:
 
 
 def _atomic_write_bytes(target: Path, data: bytes) -> None:
-    temp = target.with_name(f"{_TEMP_PREFIX}{target.name}.{os.getpid()}")
-    try:
-        with open(temp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, target)
-    finally:
-        if temp.exists():
-            temp.unlink()
+    atomic_write(target, lambda tmp: tmp.write_bytes(data), fsync=True, prefix=_TEMP_PREFIX)
 
 
 def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any] | None:

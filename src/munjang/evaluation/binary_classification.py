@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..data.example import Example
 from ..similarity import pairwise_similarity
-from ..training.examples import Example
 from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
 
 logger = logging.getLogger(__name__)

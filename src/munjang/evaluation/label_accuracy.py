@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.example import Example
 from ..data.nli import NLIData
-from ..training.examples import Example
 from .base import Evaluator, SupportsEncode
 
 logger = logging.getLogger(__name__)

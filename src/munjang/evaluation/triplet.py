@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..data.example import Example
 from ..similarity import PAIRWISE_FUNCTIONS, pairwise_similarity
-from ..training.examples import Example
 from .base import (
     SIMILARITY_FNS,
     Evaluator,

@@ -23,8 +23,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
-import secrets
 import site
 import sysconfig
 import tempfile
@@ -35,6 +33,7 @@ from typing import Any
 
 import torch
 
+from ..atomic import atomic_write
 from ..paths import cache_root
 from .base import BackendError
 
@@ -152,16 +151,6 @@ def _problem(artifact: Path, expect: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Run `write(tmp)` on a temporary name beside `path`, then move it in place (never half a file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
@@ -230,7 +219,7 @@ def ensure_artifact(
             )
             # The manifest goes first: a reader that sees it beside the old file finds a hash mismatch,
             # waits for this lock and then finds both new.
-            _write_atomic(manifest_path(artifact), lambda m: _write_text(m, text))
+            atomic_write(manifest_path(artifact), lambda m: _write_text(m, text))
 
-        _write_atomic(artifact, write)
+        atomic_write(artifact, write)
     return artifact

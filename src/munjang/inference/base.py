@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -63,3 +63,14 @@ def map_token_embeddings(
         return
     for key, batch in items:
         yield key, batch, runner.token_embeddings(batch)
+
+
+def onnxruntime_module() -> Any:
+    """Import onnxruntime, or say how to install it."""
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise BackendError(
+            "the onnx backend needs onnxruntime (pip install onnxruntime, or onnxruntime-gpu)"
+        ) from e
+    return onnxruntime

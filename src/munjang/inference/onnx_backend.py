@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import BACKENDS, BackendError
-from .onnx_export import OUTPUT_NAME, batch_arrays, onnxruntime_module, open_artifact
+from .base import BACKENDS, BackendError, onnxruntime_module
+from .onnx_export import OUTPUT_NAME, batch_arrays, open_artifact
 
 logger = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from .artifacts import (
     model_fingerprint,
     munjang_version,
 )
-from .base import BackendError
+from .base import BackendError, onnxruntime_module
 
 logger = logging.getLogger(__name__)
 
@@ -61,17 +61,6 @@ _PROBE_TEXTS = (
     "A second, noticeably longer sentence, so that the padded batch has positions to mask out.",
     "짧은 문장",
 )
-
-
-def onnxruntime_module() -> Any:
-    """Import onnxruntime, or say how to install it."""
-    try:
-        import onnxruntime
-    except ImportError as e:
-        raise BackendError(
-            "the onnx backend needs onnxruntime (pip install onnxruntime, or onnxruntime-gpu)"
-        ) from e
-    return onnxruntime
 
 
 def input_names(transformer: Any) -> list[str]:

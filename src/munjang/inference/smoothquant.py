@@ -28,7 +28,7 @@ _EPS = 1e-5
 
 def calibration_texts() -> list[str]:
     """The bundled demo sentences (60, Korean and English, six topics)."""
-    from ..demo import demo_documents
+    from ..bundled import demo_documents
 
     return [d["text"] for d in demo_documents()]
 
@@ -55,7 +55,7 @@ def activation_maxima(
     import onnx
     from onnx import helper
 
-    from .onnx_export import onnxruntime_module
+    from .base import onnxruntime_module
 
     # The tensors become extra graph outputs for one serialization, not a copy of the whole model.
     outputs = len(model.graph.output)

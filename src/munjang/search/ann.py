@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 from usearch.index import BatchMatches, Index, MetricKind, ScalarKind
 
+from ..atomic import atomic_write
 from ..errors import MunjangError
 
 __all__ = ["METRICS", "HNSWIndex", "IndexFileError"]
@@ -125,34 +125,15 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], None], fo
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot save to {path}: folder {path.parent} does not exist")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
+
+    def with_footer(tmp: Path) -> None:
         write(tmp)
-        payload = tmp.stat().st_size
-        data = json.dumps({**footer, "payload_bytes": payload}).encode("utf-8")
+        data = json.dumps({**footer, "payload_bytes": tmp.stat().st_size}).encode("utf-8")
         with open(tmp, "ab") as f:
             f.write(data)
             f.write(_FOOTER.pack(len(data), _MAGIC))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # not supported on this platform
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    atomic_write(path, with_footer, fsync=True)
 
 
 def read_footer(path: str | os.PathLike[str], fmt: str) -> dict[str, Any]:

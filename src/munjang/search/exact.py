@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..similarity import _as_tensor, similarity
+from ..similarity import as_tensor, similarity
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def top_k_exact(
     for name, size in (("corpus_chunk_size", corpus_chunk_size), ("query_chunk_size", query_chunk_size)):
         if size < 1:
             raise ValueError(f"{name} must be at least 1, not {size}")
-    queries, _ = _as_tensor(query_embeddings)
-    corpus, _ = _as_tensor(corpus_embeddings)
+    queries, _ = as_tensor(query_embeddings)
+    corpus, _ = as_tensor(corpus_embeddings)
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"embedding sizes differ: queries {queries.shape[1]}, corpus {corpus.shape[1]}")
     n_queries, n_corpus = queries.shape[0], corpus.shape[0]

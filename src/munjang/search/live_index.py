@@ -161,7 +161,7 @@ class DenseIndex:
         mark = self.watermark
         # A save killed midway leaves a hidden temporary sibling; the caller holds the writer lock,
         # so no other save is running and any such file is stale.
-        for stale in folder.glob(".dense-*.tmp"):
+        for stale in folder.glob(".dense-*.tmp*"):
             stale.unlink(missing_ok=True)
         target = folder / f"dense-{mark.label}-{mark.deletion}.hnsw"
         self.index.save(target)

@@ -16,8 +16,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
-from .. import __version__
-from ..inference.pool import EncoderProcess
+from ..encode_pool import EncoderProcess
+from ..version import __version__
 from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
 from .embed import embed_batched

@@ -1,7 +1,7 @@
 """Training: examples, arguments, the trainer and its checkpoints."""
 
+from ..data.example import Example
 from .args import TrainingArguments
-from .examples import Example
 from .hard_negatives import mine_hard_negatives
 from .trainer import Trainer
 

@@ -48,10 +48,10 @@ from typing import Any
 
 import yaml
 
+from ..data.example import Example
 from ..errors import DataFormatError, MunjangError
 from ..hub import looks_like_hub_id
 from .args import TrainingArguments
-from .examples import Example
 
 FORMATS = ("sts", "nli-pairs", "nli-triplets", "table", "parallel")
 EVALUATOR_TYPES = ("sts", "triplet", "binary", "translation", "label-accuracy", "mse")

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
+from ..data.example import Example
 from ..search.exact import semantic_search
 from ..similarity import pairwise_similarity
-from .examples import Example
 
 OUTPUT_FORMATS = ("labeled-pair", "triplet")
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..data.example import Example
 from .args import TrainingArguments
 from .checkpoint import (
     LoopState,
@@ -30,7 +31,6 @@ from .checkpoint import (
     restore_rng,
 )
 from .checkpoint import save_checkpoint as write_checkpoint
-from .examples import Example
 from .model_card import write_model_card
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from .hardware import usable_cores
+from .inference.hardware import usable_cores
 
 _WORKER: dict[str, Any] = {}
 
@@ -48,7 +48,7 @@ def _init_worker(
 ) -> None:
     import torch
 
-    from ..encoder import load_encoder
+    from .encoder import load_encoder
 
     torch.set_num_threads(threads)
     _WORKER["encoder"] = load_encoder(model, device=device, **load_kwargs)

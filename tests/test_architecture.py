@@ -1,0 +1,106 @@
+"""The import contract: munjang's modules form layers that only point down.
+
+Every `munjang` import in `src/munjang` (at the top of a file or inside a function) is an edge from
+the importing module to the imported one; importing a package's submodule is an edge to that
+submodule, importing a name from a package an edge to its `__init__`. Two rules:
+
+1. No cycles: the module graph is acyclic.
+2. Layers: each module belongs to the first entry of LAYERS that prefixes its name (the longest
+   prefix wins), and may import only modules of its own entry or of entries listed before it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
+
+# Bottom first. An entry is a module or package under munjang.
+LAYERS = [
+    "version", "errors", "paths", "atomic", "extras", "devices", "bundled",
+    "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "encode_pool",
+    "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "applications",
+    "distributed", "training", "demo", "client", "integrations", "server",
+    "cli_options", "cli_models", "cli_index", "cli_apps", "cli", "__init__",
+]  # fmt: skip
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.split(".")[0] == "munjang":
+                target = node.module
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in MODULES else target)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "munjang"}
+    return {t for t in found if t in MODULES and t != name}
+
+
+GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
+
+
+def layer(name: str) -> int:
+    local = name.removeprefix("munjang").removeprefix(".") or "__init__"
+    matches = [i for i, entry in enumerate(LAYERS) if local == entry or local.startswith(entry + ".")]
+    assert matches, f"{name} is in no layer: add it to LAYERS"
+    return max(matches, key=lambda i: len(LAYERS[i]))
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in MODULES:
+        layer(name)
+
+
+def test_imports_point_down() -> None:
+    upward = [
+        f"{a} ({LAYERS[layer(a)]}) imports {b} ({LAYERS[layer(b)]})"
+        for a, targets in GRAPH.items()
+        for b in targets
+        if layer(b) > layer(a)
+    ]
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_import_cycles() -> None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == 1:
+                cycle = [*path[path.index(target) :], target] if target in path else [name, target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_the_contract_sees_a_violation(tmp_path: Path) -> None:
+    """The checker itself: an upward import, top-level or inside a function, is found and ranked."""
+    fake = tmp_path / "errors.py"
+    fake.write_text("def f():\n    from .server.app import create_app\n\nfrom ..munjang import cli\n")
+    found = imports_of("munjang.errors", fake)
+    assert found == {"munjang.server.app", "munjang.cli"}
+    assert all(layer(target) > layer("munjang.errors") for target in found)
