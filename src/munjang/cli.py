@@ -36,6 +36,7 @@ from .cli_options import (
     TopKOption,
 )
 from .errors import MunjangError
+from .similarity import SIMILARITY_NAMES
 
 app = typer.Typer(
     help="munjang (문장): sentence embeddings, similarity, search, reranking and STS evaluation.",
@@ -274,7 +275,7 @@ def eval_sts(
         return
     typer.echo(f"{data}: {len(pairs)} pairs, {seconds:.1f} s")
     typer.echo(f"  {'similarity':<10} {'Pearson':>8} {'Spearman':>9}")
-    for name in ("cosine", "dot", "euclidean", "manhattan"):
+    for name in SIMILARITY_NAMES:
         if f"spearman_{name}" in metrics:
             pearson, spearman = metrics[f"pearson_{name}"] * 100, metrics[f"spearman_{name}"] * 100
             typer.echo(f"  {name:<10} {pearson:8.2f} {spearman:9.2f}")

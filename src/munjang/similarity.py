@@ -135,6 +135,8 @@ PAIRWISE_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
     "euclidean": pairwise_euclidean_sim,
     "manhattan": pairwise_manhattan_sim,
 }
+# The similarity function names, in the order they are reported.
+SIMILARITY_NAMES: tuple[str, ...] = tuple(MATRIX_FUNCTIONS)
 
 
 def _lookup(table: dict[str, Callable[[Any, Any], Any]], name: str) -> Callable[[Any, Any], Any]:

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..similarity import PAIRWISE_FUNCTIONS
+from ..similarity import PAIRWISE_FUNCTIONS, SIMILARITY_NAMES
 
-SIMILARITY_FNS = ("cosine", "dot", "euclidean", "manhattan")
+SIMILARITY_FNS = SIMILARITY_NAMES
 
 
 class SupportsEncode(Protocol):
