@@ -685,10 +685,11 @@ class Collection:
         if rerank is not None and ranked:
             cross = self._cross_encoder(rerank)
             head = ranked[:rerank_k]
-            scores = cross.predict([(query, docs[label].text) for label, _, _ in head], batch_size=batch_size)
-            order = sorted(range(len(head)), key=lambda i: (-float(scores[i]), i))
+            texts = [docs[label].text for label, _, _ in head]
+            order = cross.rank(query, texts, batch_size=batch_size, show_progress_bar=False)
             ranked = [
-                (head[i][0], float(scores[i]), {**head[i][2], "rerank": float(scores[i])}) for i in order
+                (head[h["corpus_id"]][0], h["score"], {**head[h["corpus_id"]][2], "rerank": h["score"]})
+                for h in order
             ]
         return [
             SearchHit(docs[label].id, docs[label].text, docs[label].metadata, score, stages)
