@@ -55,8 +55,10 @@ def test_normalize_constant_and_empty_lists() -> None:
 def test_bad_input_is_named() -> None:
     with pytest.raises(ValueError, match="2 weights for 1"):
         reciprocal_rank_fusion([DENSE], weights=[1, 1])
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="between 0 and"):
         weighted_fusion([DENSE], weights=[-1])
+    with pytest.raises(ValueError, match="between 0 and"):  # 1e308 + 1e308 would overflow the fused score
+        weighted_fusion([DENSE, DENSE], weights=[1e308, 1e308])
     with pytest.raises(ValueError, match="twice"):
         reciprocal_rank_fusion([[("a", 1.0), ("a", 0.5)]])
     with pytest.raises(ValueError, match="unknown fusion"):
