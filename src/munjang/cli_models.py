@@ -58,13 +58,13 @@ def info(name: NameArgument) -> None:
     manifest = details.pop("manifest", None)
     for key, value in details.items():
         shown = ", ".join(value) if isinstance(value, list) else value
-        typer.echo(f"{key + ':':<16}{shown}")
+        typer.echo(f"{key + ':':<18}{shown}")
     if manifest:
         for key in ("source", "installed_at", "install_seconds", "parameters", "note", "base_model"):
             if key in manifest:
-                typer.echo(f"{key + ':':<16}{manifest[key]}")
+                typer.echo(f"{key + ':':<18}{manifest[key]}")
         for key, value in (manifest.get("metrics") or {}).items():
-            typer.echo(f"{key + ':':<16}{value}")
+            typer.echo(f"{key + ':':<18}{value}")
         typer.echo(f"{'files:':<12}{len(manifest.get('files', {}))} (SHA-256 in munjang-model.json)")
 
 
