@@ -63,8 +63,11 @@ def info(name: NameArgument) -> None:
         for key in ("source", "installed_at", "install_seconds", "parameters", "note", "base_model"):
             if key in manifest:
                 typer.echo(f"{key + ':':<18}{manifest[key]}")
-        for key, value in (manifest.get("metrics") or {}).items():
-            typer.echo(f"{key + ':':<18}{value}")
+        metrics = manifest.get("metrics") or {}
+        if metrics:
+            typer.echo("metrics:")
+            for key, value in metrics.items():
+                typer.echo(f"  {key} = {value}")
         typer.echo(f"{'files:':<12}{len(manifest.get('files', {}))} (SHA-256 in munjang-model.json)")
 
 
