@@ -93,7 +93,8 @@ def test_serve_defaults_to_e5_beside_minilm(tmp_path: Path, e5_path: Path, capsy
 
     served: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app))
-    monkeypatch.setenv("MUNJANG_CACHE", str(tmp_path))
+    monkeypatch.setenv("MUNJANG_CACHE", str(tmp_path))  # a demo collection of its own
+    monkeypatch.setenv("MUNJANG_MODELS", str(e5_path.parent))  # the models the session pulled
     code, out, _ = run_cli(["serve", "--demo", "--model-processes", "0"], capsys, monkeypatch)
     assert code == 0 and "serving multilingual-e5-small, all-MiniLM-L6-v2 at" in out
     with TestClient(served["app"], base_url=LOCAL) as client:
