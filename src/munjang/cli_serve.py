@@ -146,8 +146,9 @@ def serve(
     from .server import ServerSettings, create_app
     from .server.protocol import HeaderDeadlineProtocol
 
+    served = _named_models(model, DEFAULT_SERVE_MODELS)
     encoders = {}
-    for name, path in _named_models(model, DEFAULT_SERVE_MODELS):
+    for name, path in served:
         encoder = load_encoder(path, device=device, backend=backend, precision=precision, threads=threads)
         encoder.warmup()
         encoders[name] = encoder
@@ -160,8 +161,7 @@ def serve(
         from .demo import demo_collection
         from .paths import cache_root
 
-        first = next(iter(encoders))
-        source = dict(_named_models(model, DEFAULT_SERVE_MODELS))[first]
+        first, source = served[0]
         folder = demo_collection(
             cache_root() / "demo" / first.replace("/", "--"), encoders[first], model=source
         )

@@ -68,10 +68,10 @@ def resolve_model_path(
     try:
         return _download(f"sentence-transformers/{text}", revision, cache_folder, local_files_only, token)
     except ModelNotFoundError as e:
-        from .models.catalog import unknown
+        from .models.catalog import known_names
         from .models.registry import registered_names
 
-        raise ModelNotFoundError(f"{e} ({str(unknown(text, registered_names())).split('; ', 1)[1]})") from e
+        raise ModelNotFoundError(f"{e} (known names: {known_names(registered_names())})") from e
 
 
 def _download(

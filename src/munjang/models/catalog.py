@@ -75,7 +75,11 @@ def find(name: str) -> ModelSpec | None:
     return None
 
 
+def known_names(registered: list[str]) -> str:
+    """The catalog's names and the registered ones, sorted, comma-separated."""
+    return ", ".join(sorted({s.name for s in CATALOG} | set(registered), key=str.lower))
+
+
 def unknown(name: str, registered: list[str]) -> ModelNotFoundError:
     """The error for a name nobody knows, listing the names that are known."""
-    known = sorted({s.name for s in CATALOG} | set(registered), key=str.lower)
-    return ModelNotFoundError(f"unknown model {name!r}; known names: {', '.join(known)}")
+    return ModelNotFoundError(f"unknown model {name!r}; known names: {known_names(registered)}")

@@ -44,7 +44,9 @@ class FusedHit:
     scores: tuple[float | None, ...]
 
 
-def _check_weights(n_lists: int, weights: Sequence[float] | None) -> list[float]:
+def check_weights(n_lists: int, weights: Sequence[float] | None) -> list[float]:
+    """The weights as floats (1 each when None); ValueError unless there is one per list, each in
+    [0, MAX_WEIGHT], one of them positive."""
     if weights is None:
         return [1.0] * n_lists
     if len(weights) != n_lists:
@@ -112,7 +114,7 @@ def reciprocal_rank_fusion(
     """Fuse ranked lists by Σ w_i / (k + rank_i); k = 60 as in the original paper."""
     if k < 0:
         raise ValueError(f"the RRF constant k must be non-negative, not {k}")
-    w = _check_weights(len(results), weights)
+    w = check_weights(len(results), weights)
     ranks, order = _positions(results)
     fused = {
         key: sum(w[i] / (k + rank) for i, rank in enumerate(key_ranks) if rank is not None)
@@ -148,7 +150,7 @@ def weighted_fusion(
     top_k: int | None = None,
 ) -> list[FusedHit]:
     """Fuse lists by the weighted sum of their normalized scores (see the module docstring)."""
-    w = _check_weights(len(results), weights)
+    w = check_weights(len(results), weights)
     ranks, order = _positions(results)
     normalized: list[dict[Hashable, float]] = []
     floors: list[float] = []

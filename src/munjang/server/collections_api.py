@@ -17,7 +17,6 @@ opened them), so its operations run one at a time, off the event loop. Routes:
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from ..applications.projection import project_2d, umap_available
 from ..search.collection import Collection
 from ..search.filters import compile_filter
-from ..search.hybrid import MAX_WEIGHT
+from ..search.hybrid import check_weights
 from ..search.postgres_store import is_database_error, list_collections
 from ..search.store import CollectionError
 from .errors import APIError
@@ -159,16 +158,14 @@ def check_filter(spec: dict[str, Any] | None) -> None:
         raise APIError(400, f"invalid 'filter': {e}", "filter") from None
 
 
-def check_weights(weights: list[float | int] | None) -> None:
-    """400 naming `weights` unless there are two finite weights in [0, MAX_WEIGHT], one positive."""
+def checked_weights(weights: list[float | int] | None) -> None:
+    """400 naming `weights` for weights hybrid fusion would refuse (two, finite, bounded, one positive)."""
     if weights is None:
         return
-    if len(weights) != 2:
-        raise APIError(400, f"'weights' takes two numbers (dense, lexical), got {len(weights)}", "weights")
-    if any(not math.isfinite(w) or not 0 <= w <= MAX_WEIGHT for w in weights) or not any(weights):
-        raise APIError(
-            400, f"'weights' must be between 0 and {MAX_WEIGHT:g}, one of them positive", "weights"
-        )
+    try:
+        check_weights(2, weights)
+    except ValueError as e:
+        raise APIError(400, f"invalid 'weights' (dense, lexical): {e}", "weights") from None
 
 
 def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
@@ -300,7 +297,7 @@ def add_collection_routes(
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         non_empty_text(parsed.query, "query", settings)
         check_filter(parsed.filter)
-        check_weights(parsed.weights)
+        checked_weights(parsed.weights)
         reranker = None
         if parsed.rerank:
             if not settings.rerankers:

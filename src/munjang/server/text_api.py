@@ -116,30 +116,24 @@ def similarity_scores(encoder: SentenceEncoder, request: SimilarityRequest) -> l
 
 
 def tokens_json(encoder: SentenceEncoder, texts: list[str], special: bool, limit: int) -> bytes:
-    """`tokens_of` as JSON bytes, built off the event loop; 413 naming `inputs` past `limit` tokens
-    (a response is ~60 bytes per token: unbounded, a few MB of text became 100 MB)."""
-    encoded = encoder.tokenizer(texts, add_special_tokens=special, truncation=False)
+    """Each text's tokens (id, text, special, character offsets) as JSON bytes, built off the event
+    loop; 413 naming `inputs` past `limit` tokens (a response is ~60 bytes per token: unbounded, a
+    few MB of text became 100 MB)."""
+    tokenizer = encoder.tokenizer
+    encoded = tokenizer(texts, add_special_tokens=special, return_offsets_mapping=True, truncation=False)
     count = sum(len(ids) for ids in encoded["input_ids"])
     if count > limit:
         message = f"'inputs' make {count:,} tokens, over the limit of {limit:,} per request"
         raise APIError(413, message, "inputs", "response_too_large")
-    return json.dumps(tokens_of(encoder, texts, special), ensure_ascii=False).encode("utf-8")
-
-
-def tokens_of(encoder: SentenceEncoder, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:
-    tokenizer = encoder.tokenizer
-    encoded = tokenizer(texts, add_special_tokens=special, return_offsets_mapping=True, truncation=False)
     specials = set(tokenizer.all_special_ids)
-    out = []
-    for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True):
-        tokens = tokenizer.convert_ids_to_tokens(ids)
-        out.append(
-            [
-                {"id": i, "text": tok, "special": i in specials, "start": start, "stop": stop}
-                for i, tok, (start, stop) in zip(ids, tokens, offsets, strict=True)
-            ]
-        )
-    return out
+    out = [
+        [
+            {"id": i, "text": tok, "special": i in specials, "start": start, "stop": stop}
+            for i, tok, (start, stop) in zip(ids, tokenizer.convert_ids_to_tokens(ids), offsets, strict=True)
+        ]
+        for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
+    ]
+    return json.dumps(out, ensure_ascii=False).encode("utf-8")
 
 
 def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any) -> None:
