@@ -297,7 +297,7 @@ def measure_hnsw(
 def measure_quantized(
     args: argparse.Namespace, kind: str, corpus: np.ndarray, queries: np.ndarray, truth: np.ndarray
 ) -> dict:
-    from munjang.search.quantization import BinaryIndex, Int8Index
+    from munjang.search.quantized_index import BinaryIndex, Int8Index
 
     n = len(corpus)
     start = time.perf_counter()

@@ -13,13 +13,8 @@ import torch
 from sentence_transformers.util.quantization import quantize_embeddings as st_quantize_embeddings
 
 from munjang.search.ann import IndexFileError
-from munjang.search.quantization import (
-    BinaryIndex,
-    Int8Index,
-    _popcount_lut,
-    hamming_distances,
-    quantize_embeddings,
-)
+from munjang.search.quantization import _popcount_lut, hamming_distances, quantize_embeddings
+from munjang.search.quantized_index import BinaryIndex, Int8Index
 from vector_helpers import clustered, exact, recall
 
 

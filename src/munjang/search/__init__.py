@@ -10,7 +10,8 @@ from .exact import ExactIndex, Hit, semantic_search, top_k_exact
 from .filters import compile_filter
 from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
 from .lexical import BM25Index, LexicalHit
-from .quantization import BinaryIndex, Int8Index, hamming_distances, quantize_embeddings
+from .quantization import hamming_distances, quantize_embeddings
+from .quantized_index import BinaryIndex, Int8Index
 from .rerank import RerankHit, RetrieveAndRerank
 from .store import CollectionError, Document
 from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
