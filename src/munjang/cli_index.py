@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_options import BatchOption, DeviceOption, FieldOption, FormatOption, JsonLinesOption, ModelOption
+from .cli_options import BatchOption, DeviceOption, FieldOption, JsonLinesOption, ModelOption
+from .ingest import MAX_BYTES, SUFFIXES
 
 index_app = typer.Typer(
     help="Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
@@ -81,33 +82,83 @@ def create(
     )
 
 
+AddFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="auto; txt, jsonl, csv, tsv (files of records); files (one document per file).",
+    ),
+]
+
+
 @index_app.command("add")
 def add(
     folder: FolderArgument,
-    documents: Annotated[Path, typer.Argument(help="Documents: .txt (one per line), .jsonl, .csv or .tsv.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Records: .txt (one per line), .jsonl, .csv or .tsv files. Or documents, one per file: "
+            ".md, .html, .htm, .pdf files and folders of them (.txt too, inside folders or with --format "
+            "files); the id is the path under the folder given.",
+            show_default=False,
+        ),
+    ],
     backend: BackendOption = None,
     field: FieldOption = "text",
     id_field: Annotated[
         str, typer.Option(help="Id field / column; records without one get FILE:LINE as their id.")
     ] = "id",
-    input_format: FormatOption = "auto",
+    input_format: AddFormatOption = "auto",
     upsert: Annotated[bool, typer.Option("--upsert", help="Replace documents whose id exists.")] = False,
     skip_existing: Annotated[
-        bool, typer.Option("--skip-existing", help="Keep documents whose id exists (resumes an add).")
+        bool,
+        typer.Option(
+            "--skip-existing",
+            help="Keep documents whose id exists (resumes an add; always on for document files).",
+        ),
     ] = False,
+    recursive: Annotated[bool, typer.Option(help="Document folders: include subfolders.")] = True,
+    max_file_mb: Annotated[
+        float, typer.Option(min=0, help="Document files larger than this are reported, not read.")
+    ] = MAX_BYTES / 2**20,
     batch_size: BatchOption = 32,
-    commit_every: Annotated[int, typer.Option(min=1, help="Documents per committed transaction.")] = 1000,
+    commit_every: Annotated[
+        int | None,
+        typer.Option(min=1, help="Documents per committed transaction (default 1000; document files: 100)."),
+    ] = None,
     device: DeviceOption = None,
 ) -> None:
-    """Add documents (jsonl: other fields become metadata; csv/tsv: other columns)."""
-    from .data import read_records
+    """Add documents: records (jsonl: other fields become metadata; csv/tsv: other columns), or whole
+    files (.md, .html, .pdf, .txt: path, format, title and PDF pages become metadata).
 
+    Adding files resumes: files whose id is already in the collection are not read again (unless
+    --upsert). A file that cannot be read is reported on one `error:` line and the rest are added; the
+    exit status is then 1.
+    """
     if upsert and skip_existing:
         raise ValueError("--upsert and --skip-existing exclude each other")
-    records = read_records(documents, input_format, field, id_field=id_field)
+    if _reads_documents(paths, input_format):
+        _add_files(
+            folder,
+            backend,
+            paths,
+            upsert=upsert,
+            recursive=recursive,
+            max_bytes=int(max_file_mb * 2**20),
+            batch_size=batch_size,
+            per_commit=commit_every or FILES_PER_COMMIT,
+            device=device,
+        )
+        return
+    from .data import read_records
+
+    records, ids = [], []
+    for path in paths:
+        found = read_records(path, input_format, field, id_field=id_field)
+        records += found
+        ids += [r.id if r.id is not None else f"{path.name}:{r.line}" for r in found]
     if not records:
-        raise ValueError(f"{documents}: no documents")
-    ids = [r.id if r.id is not None else f"{documents.name}:{r.line}" for r in records]
+        raise ValueError(f"{', '.join(map(str, paths))}: no documents")
     conflict = "upsert" if upsert else "skip" if skip_existing else "error"
     with _open(folder, backend, device) as col:
         result = col.add(
@@ -116,7 +167,7 @@ def add(
             [r.metadata for r in records],
             on_conflict=conflict,
             batch_size=batch_size,
-            commit_every=commit_every,
+            commit_every=commit_every or 1000,
             show_progress_bar=True,
         )
         total = len(col)
@@ -124,6 +175,134 @@ def add(
         f"added {result.added}, updated {result.updated}, skipped {result.skipped} "
         f"(encoded {result.encoded}, the rest from the cache); {total} documents in {col.location}"
     )
+
+
+# Document files: read and added this many at a time (fewer when their text passes FILE_BATCH_CHARS), so an
+# interrupted add keeps every finished batch.
+FILES_PER_COMMIT = 100
+FILE_BATCH_CHARS = 20_000_000
+RECORD_FORMATS = ("txt", "jsonl", "csv", "tsv")
+
+
+def _reads_documents(paths: list[Path], input_format: str) -> bool:
+    """Whether `paths` are document files (one document each) rather than files of records. With
+    --format auto: folders and .md/.html/.htm/.pdf files are documents, and so is a .txt beside them;
+    a .txt alone stays one record per line, as before documents were read."""
+    from .data.texts import detect_text_format
+    from .ingest import file_format
+
+    if input_format == "files":
+        return True
+    folders = [p for p in paths if p.is_dir()]
+    if input_format != "auto":
+        if input_format not in RECORD_FORMATS:
+            raise ValueError(
+                f"unknown --format {input_format!r}; choose auto, {', '.join(RECORD_FORMATS)}, files"
+            )
+        if folders:
+            raise ValueError(f"{folders[0]} is a folder: --format {input_format} reads a file of records")
+        return False
+    documents = folders + [p for p in paths if file_format(p) not in (None, "text")]
+    if not documents:
+        return False
+    records = [p for p in paths if not p.is_dir() and detect_text_format(p) in ("jsonl", "csv", "tsv")]
+    if records:
+        kind = "folder" if documents[0].is_dir() else "file"
+        raise ValueError(
+            f"{records[0]} holds records and {documents[0]} is a document {kind}: add them in separate runs"
+        )
+    return True
+
+
+def _add_files(
+    folder: Path,
+    backend: str | None,
+    paths: list[Path],
+    *,
+    upsert: bool,
+    recursive: bool,
+    max_bytes: int,
+    batch_size: int,
+    per_commit: int,
+    device: str | None,
+) -> None:
+    """Read document files into the collection in committed batches, reporting each unreadable file on
+    one line and going on; skip files whose id is stored (unless `upsert`)."""
+    import logging
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from .ingest import ReadError, document_id, find_files, read_file
+
+    # pypdf logs warnings about damaged PDFs; the one error line per file says enough.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    failed = 0
+
+    def report(error: ReadError | str) -> None:
+        nonlocal failed
+        failed += 1
+        tqdm.write(f"error: {error}", file=sys.stderr)
+
+    with _open(folder, backend, device) as col:
+        files: list[tuple[Path, Path, str]] = []
+        owner: dict[str, Path] = {}
+        for file, root in find_files(paths, recursive=recursive, on_error=report):
+            doc_id = document_id(file, root)
+            if doc_id in owner:
+                report(
+                    f"{file}: its id {doc_id!r} is already the id of {owner[doc_id]}; "
+                    "add the folders from a common parent folder"
+                )
+                continue
+            owner[doc_id] = file
+            files.append((file, root, doc_id))
+        if not files and not failed:
+            raise ValueError(f"{', '.join(map(str, paths))}: no {', '.join(SUFFIXES)} files")
+        skipped = 0
+        if not upsert:
+            # resuming: a stored file is not read again (one indexed lookup per id)
+            pending = [f for f in files if f[2] not in col]
+            skipped, files = len(files) - len(pending), pending
+        totals = {"added": 0, "updated": 0}
+        batch: list[Any] = []
+
+        def commit() -> None:
+            nonlocal skipped
+            result = col.add(
+                [d.id for d in batch],
+                [d.text for d in batch],
+                [{**d.metadata, **({"title": d.title} if d.title else {})} for d in batch],
+                on_conflict="upsert" if upsert else "skip",
+                batch_size=batch_size,
+                commit_every=len(batch),
+                show_progress_bar=False,
+            )
+            totals["added"] += result.added
+            totals["updated"] += result.updated
+            skipped += result.skipped
+            batch.clear()
+
+        finished = False
+        try:
+            for file, root, _ in tqdm(files, desc="reading", unit="file", disable=None):
+                try:
+                    batch.append(read_file(file, root, max_bytes=max_bytes))
+                except ReadError as e:
+                    report(e)
+                    continue
+                if len(batch) >= per_commit or sum(len(d.text) for d in batch) >= FILE_BATCH_CHARS:
+                    commit()
+            if batch:
+                commit()
+            finished = True
+        finally:
+            typer.echo(
+                f"added {totals['added']}, updated {totals['updated']}, skipped {skipped}, failed {failed}"
+                f"{'' if finished else ' before stopping'}; {len(col)} documents in {col.location}"
+            )
+    if failed:
+        raise typer.Exit(1)
 
 
 def _weights(text: str | None) -> list[float] | None:
