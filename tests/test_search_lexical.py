@@ -32,8 +32,8 @@ from munjang.search.tokenizers import (
     KiwiTokenizer,
     Tokenizer,
     WordTokenizer,
-    _shared_kiwi,
     get_tokenizer,
+    shared_kiwi,
     tokenizer_from_config,
 )
 
@@ -208,7 +208,7 @@ def test_kiwi_batch_equals_single_and_shares_one_analyser(kiwi: KiwiTokenizer) -
     texts = ["학교에 갔습니다", "", "도서관에서 공부했다", "English only", "서울의 지하철"]
     assert kiwi.tokenize_many(texts) == [kiwi(t) for t in texts]
     assert kiwi.tokenize_many([]) == []
-    assert _shared_kiwi() is _shared_kiwi()
+    assert shared_kiwi() is shared_kiwi()
     narrow = KiwiTokenizer(pos_tags=["NNG"], stopwords=["친구"])
     assert narrow("어제 학교에서 친구를 만났습니다") == ["학교"]
 

@@ -158,10 +158,11 @@ _kiwi_lock = threading.Lock()
 _kiwi_cache: tuple[int, Any] | None = None
 
 
-def _shared_kiwi() -> Any:
+def shared_kiwi() -> Any:
     """The process's Kiwi analyser, created on first use (its model takes about a second to load).
 
     Keyed by process id, so a forked worker builds its own instead of reusing the parent's threads.
+    Shared by the Kiwi tokenizers here and by `munjang.search.chunking`'s sentence splitter.
     """
     global _kiwi_cache
     pid = os.getpid()
@@ -220,14 +221,14 @@ class KiwiTokenizer:
         text = _normalize_for_kiwi(_check_text(text))
         if not text.strip():
             return []
-        return self._keep(_shared_kiwi().tokenize(text))
+        return self._keep(shared_kiwi().tokenize(text))
 
     def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
         """Content morphemes of each text; Kiwi analyses the batch with its own worker threads."""
         checked = [_normalize_for_kiwi(text) for text in _check_texts(texts)]
         if not checked:
             return []
-        analysed = _shared_kiwi().tokenize(iter(checked))
+        analysed = shared_kiwi().tokenize(iter(checked))
         return [self._keep(tokens) for tokens in _progress(analysed, len(checked), show_progress_bar, "Kiwi")]
 
     def get_config_dict(self) -> dict[str, Any]:
