@@ -1,6 +1,8 @@
 """A writer process for the crash test: adds documents in batches and reports each committed batch.
 
-Usage: python collection_writer.py FOLDER ROUND SEED. Prints "ready" once the model is loaded, then
+Usage: python collection_writer.py FOLDER ROUND SEED [WORDS]. Each text has WORDS (default 6) random
+words, so a collection with a small passage budget stores each as several passages. Prints "ready"
+once the model is loaded, then
 "committed ID ID ..." after every `add` that returned, and flushes the HNSW graph now and then, so
 that a SIGKILL can land anywhere: encoding, tokenizing, inside a transaction, or mid-save.
 """
@@ -34,6 +36,7 @@ WORDS = [
 
 def main() -> None:
     folder, round_number, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    words = int(sys.argv[4]) if len(sys.argv) > 4 else 6
     rng = random.Random(seed)
     col = Collection.open(folder)
     col.encoder.encode(["warm up"])
@@ -44,7 +47,7 @@ def main() -> None:
         size = rng.randint(1, 12)
         ids = [f"r{round_number}-{n + i}" for i in range(size)]
         # Each text carries a token no other document has ("uid<round>x<n>"), so it can be looked up.
-        texts = [f"{' '.join(rng.choices(WORDS, k=6))} uid{round_number}x{n + i}" for i in range(size)]
+        texts = [f"{' '.join(rng.choices(WORDS, k=words))} uid{round_number}x{n + i}" for i in range(size)]
         col.add(ids, texts, [{"round": round_number}] * size, commit_every=rng.randint(1, 8))
         print("committed " + " ".join(ids), flush=True)
         n += size

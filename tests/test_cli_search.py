@@ -53,6 +53,8 @@ def test_index_lifecycle(where: list[str], tmp_path: Path, capsys, monkeypatch) 
             "-k",
             "2",
             "--hybrid",
+            "--fusion",
+            "rrf",
             "--filter",
             "lang=ko",
             "--json",

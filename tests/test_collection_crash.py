@@ -3,6 +3,7 @@ document and never leaves the collection inconsistent; a reader searches while t
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -18,10 +19,10 @@ from munjang.search.collection import Collection
 WRITER = Path(__file__).with_name("collection_writer.py")
 
 
-def _start_writer(folder: Path, round_number: int) -> subprocess.Popen[str]:
+def _start_writer(folder: Path, round_number: int, words: int = 6) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
-        [sys.executable, str(WRITER), str(folder), str(round_number), str(round_number)],
+        [sys.executable, str(WRITER), str(folder), str(round_number), str(round_number), str(words)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -84,3 +85,37 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
                 own = next(h.score for h in hits if h.id == doc_id)
                 assert own >= hits[0].score - 1e-3, f"{doc_id}: {own} vs best {hits[0].score}"
     assert len(committed) > 20 and searches > 20
+
+
+def test_sigkill_with_documents_stored_as_passages_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+    folder = tmp_path / "passages"
+    chunking = {"max_tokens": 16, "overlap_tokens": 4}
+    Collection.create(folder, encoder=encoder, index="hnsw", tokenizer="word", chunking=chunking).close()
+    rng = random.Random(1)
+    committed: set[str] = set()
+    for round_number in range(6):
+        proc = _start_writer(folder, round_number, words=30)
+        # Wait for the first commit (how long it takes depends on the machine), then kill at random.
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        time.sleep(rng.uniform(0.0, 1.5))
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        out = first + out
+        lines = [line.split()[1:] for line in out.splitlines() if line.startswith("committed ")]
+        committed |= {doc_id for ids in lines for doc_id in ids}
+        with Collection.open(folder, encoder=encoder) as col:
+            assert col.check() == [], f"round {round_number}"
+            present = col.get(sorted(committed))
+            assert all(d is not None for d in present), f"round {round_number}: committed documents lost"
+            assert col.store.has_passages() or not committed
+            for doc in rng.sample([d for d in present if d is not None], min(3, len(committed))):
+                # Every passage of the document is there, and together they cover its text.
+                labels = col.store.labels_matching("id = ?", [doc.id])
+                parts = sorted(col.store.documents(labels.tolist()).values(), key=lambda p: p.chunk)
+                assert [p.chunk for p in parts] == list(range(len(parts))) and len(parts) > 1
+                assert parts[0].start == 0 and parts[-1].end == len(doc.text)
+                assert all(a.end >= b.start for a, b in itertools.pairwise(parts))
+                unique = next(t for t in doc.text.split() if t.startswith("uid"))
+                assert col.search(unique, k=1, mode="lexical")[0].id == doc.id
+    assert len(committed) > 5

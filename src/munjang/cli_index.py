@@ -53,6 +53,24 @@ def create(
     connectivity: Annotated[int, typer.Option(min=2, help="HNSW links per node (M).")] = 16,
     expansion_add: Annotated[int, typer.Option(min=1, help="HNSW ef at build time.")] = 128,
     expansion_search: Annotated[int, typer.Option(min=1, help="HNSW ef at query time.")] = 64,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=16, help="Split every document longer than this many tokens (default: the model's window)."
+        ),
+    ] = None,
+    chunk_overlap: Annotated[
+        int, typer.Option(min=0, help="Tokens of whole sentences repeated between passages.")
+    ] = 32,
+    chunking: Annotated[
+        bool, typer.Option("--chunking/--no-chunking", help="Split documents longer than a passage.")
+    ] = True,
+    late_chunking: Annotated[
+        bool,
+        typer.Option(
+            "--late-chunking", help="Pool each passage from a pass over its window of the document."
+        ),
+    ] = False,
     device: DeviceOption = None,
 ) -> None:
     """Create an empty collection bound to an embedding model."""
@@ -72,6 +90,12 @@ def create(
         tokenizer=tokenizer,
         bm25={"method": bm25_method},
         hnsw=hnsw,
+        chunking={
+            "enabled": chunking,
+            "max_tokens": chunk_tokens,
+            "overlap_tokens": chunk_overlap,
+            "late": late_chunking,
+        },
         device=device,
     )
     info = col.info()
@@ -322,10 +346,15 @@ def search(
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
     mode: Annotated[str, typer.Option(help="dense, lexical (BM25) or hybrid.")] = "dense",
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Same as --mode hybrid.")] = False,
-    fusion: Annotated[str, typer.Option(help="Hybrid fusion: rrf or weighted.")] = "rrf",
+    fusion: Annotated[
+        str | None, typer.Option(help="Hybrid fusion: rrf or weighted (default: the collection default).")
+    ] = None,
     weights: Annotated[str | None, typer.Option(help="Fusion weights dense,lexical (e.g. 0.7,0.3).")] = None,
     rrf_k: Annotated[float, typer.Option(min=0, help="RRF constant.")] = 60.0,
-    normalization: Annotated[str, typer.Option(help="Weighted fusion: minmax, zscore, none.")] = "minmax",
+    normalization: Annotated[
+        str | None,
+        typer.Option(help="Weighted fusion: minmax, zscore, none (default: the collection default)."),
+    ] = None,
     candidates: Annotated[int, typer.Option(min=1, help="Candidates per retriever for fusion/rerank.")] = 100,
     rerank: Annotated[str | None, typer.Option(help="Cross-encoder that re-scores the candidates.")] = None,
     rerank_k: Annotated[int | None, typer.Option(min=1, help="How many candidates to rerank.")] = None,
@@ -333,6 +362,10 @@ def search(
         list[str] | None,
         typer.Option("--filter", help="Metadata filter: key=value (repeat: AND) or a JSON object."),
     ] = None,
+    unit: Annotated[
+        str, typer.Option(help="document (each once, its best passage) or passage.")
+    ] = "document",
+    aggregate: Annotated[str, typer.Option(help="Passage scores to a document's: max or sum.")] = "max",
     device: DeviceOption = None,
     as_json: JsonLinesOption = False,
 ) -> None:
@@ -353,11 +386,20 @@ def search(
             candidates=candidates,
             rerank=rerank,
             rerank_k=rerank_k,
+            unit=unit,
+            aggregate=aggregate,
         )
     for q, hits in zip(query, results, strict=True):
         if as_json:
             rows = [
-                {"id": h.id, "score": h.score, "scores": h.scores, "text": h.text, "metadata": h.metadata}
+                {
+                    "id": h.id,
+                    "score": h.score,
+                    "scores": h.scores,
+                    "text": h.text,
+                    "metadata": h.metadata,
+                    "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
+                }
                 for h in hits
             ]
             typer.echo(json.dumps({"query": q, "results": rows}, ensure_ascii=False))
@@ -366,7 +408,8 @@ def search(
         if not hits:
             typer.echo("  (no results)")
         for rank, h in enumerate(hits, 1):
-            typer.echo(f"  {rank:>3}. {h.score:.4f}  [{h.id}] {h.text}")
+            where = f" (passage {h.chunk + 1}, characters {h.start}-{h.end})" if h.partial else ""
+            typer.echo(f"  {rank:>3}. {h.score:.4f}  [{h.id}]{where} {h.text}")
 
 
 @index_app.command("delete")

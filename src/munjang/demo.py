@@ -102,7 +102,7 @@ def demo_collection(
     which `encoder` may pass already loaded. A folder left broken by an interrupted build, or built
     with another model, is built again."""
     from .search import Collection
-    from .search.collection import model_key
+    from .search.inputs import model_key
     from .search.store import CollectionError
 
     target = Path(folder)

@@ -5,14 +5,16 @@ Everything below `Collection` works on arrays and token lists and knows nothing 
 """
 
 from .ann import HNSWIndex, IndexFileError
-from .collection import AddResult, Collection, SearchHit
+from .collection import AddResult, Collection
 from .exact import ExactIndex, Hit, semantic_search, top_k_exact
 from .filters import compile_filter
 from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
 from .lexical import BM25Index, LexicalHit
+from .passages import ChunkingConfig
 from .quantization import hamming_distances, quantize_embeddings
 from .quantized_index import BinaryIndex, Int8Index
 from .rerank import RerankHit, RetrieveAndRerank
+from .results import SearchHit
 from .store import CollectionError, Document
 from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
 
@@ -21,6 +23,7 @@ __all__ = [
     "AutoTokenizer",
     "BM25Index",
     "BinaryIndex",
+    "ChunkingConfig",
     "Collection",
     "CollectionError",
     "Document",

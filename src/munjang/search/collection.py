@@ -11,6 +11,9 @@ killed at any moment leaves the collection at its last commit, and an index save
 is caught up from the database when the collection opens. Readers in other processes see each
 commit at their next search.
 
+A document longer than the model's window is stored as several passages (`passages.py`); every
+index ranks passages, and a search returns documents, each with its best passage (`results.py`).
+
 Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "hybrid" (both, fused
 by RRF or weighted scores), each with metadata filters and an optional cross-encoder rerank.
 
@@ -26,41 +29,26 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
+from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
-from .hybrid import FUSIONS, fuse
+from .inputs import check_texts, metadata_json, model_key
 from .live_index import DenseIndex, LexicalIndex
+from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .store import SCHEMA_VERSION, CollectionError, Document, DocumentStore, NewRow, text_hash
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
-MODES = ("dense", "lexical", "hybrid")
 CONFLICTS = ("error", "skip", "upsert")
 DOCUMENT_PROMPTS = ("document", "passage", "corpus")
-# Hybrid defaults: dense-heavy weighted fusion. Chosen on the dev splits of KorSTS (best dense weight
-# 0.8) and STSb (0.9) with bench/search_quality.py; equal weights fall below dense alone on both.
-HYBRID_FUSION = "weighted"
-HYBRID_WEIGHTS = (0.8, 0.2)
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One result: the document, its final score, and each stage's score (dense, lexical, fused,
-    rerank) where that stage ran."""
-
-    id: str
-    text: str
-    metadata: dict[str, Any]
-    score: float
-    scores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,44 +62,7 @@ class AddResult:
     encoded: int = 0
 
 
-def model_key(model: str | os.PathLike[str] | None) -> str:
-    """How a collection records its model: "default", a folder's absolute path, or the name as given."""
-    if model is None or str(model) == "default":
-        return "default"
-    path = Path(model)
-    return str(path.resolve()) if path.exists() else str(model)
-
-
-def _check_texts(ids: Sequence[str], texts: Sequence[str]) -> None:
-    if isinstance(ids, str) or isinstance(texts, str):
-        raise TypeError("ids and texts must be sequences of strings, not one string")
-    if len(ids) != len(texts):
-        raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
-    seen: set[str] = set()
-    for i, (doc_id, text) in enumerate(zip(ids, texts, strict=True)):
-        if not isinstance(doc_id, str) or not doc_id:
-            raise ValueError(f"document {i}: the id must be a non-empty string, got {doc_id!r}")
-        if doc_id in seen:
-            raise ValueError(f"document {i}: id {doc_id!r} appears twice in this batch")
-        seen.add(doc_id)
-        if not isinstance(text, str):
-            raise TypeError(f"document {doc_id!r}: text is {type(text).__name__}, not str")
-        if not text.strip():
-            raise ValueError(f"document {doc_id!r}: the text is empty")
-
-
-def _metadata_json(doc_id: str, metadata: Any) -> str:
-    if metadata is None:
-        return "{}"
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"document {doc_id!r}: metadata must be a dict, got {type(metadata).__name__}")
-    try:
-        return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"document {doc_id!r}: metadata is not JSON-serialisable ({e})") from None
-
-
-class Collection:
+class Collection(CollectionSearch):
     """Documents with ids and metadata, searchable by meaning, by words, or both. Use
     `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
     `backend="postgresql://..."` the first argument is the collection's name in that database."""
@@ -133,9 +84,12 @@ class Collection:
         self.config = store.get_meta()
         version = self.config.get("schema_version")
         if version != SCHEMA_VERSION:
+            hint = " (open it once without read-only to upgrade it)" if version == 1 and readonly else ""
             raise CollectionError(
-                f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}"
+                f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
             )
+        self.chunking = ChunkingConfig.from_mapping(self.config.get("chunking"))
+        self._planner: PassagePlanner | None = None
         self._encoder = encoder
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
@@ -173,11 +127,13 @@ class Collection:
         hnsw: Mapping[str, Any] | None = None,
         query_prompt_name: str | None = None,
         document_prompt_name: str | None = None,
+        chunking: Mapping[str, Any] | None = None,
         device: str | None = None,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
-        `encoder` may pass that model already loaded. The folder (or the PostgreSQL schema, with
-        `backend`) appears complete or not at all."""
+        `encoder` may pass that model already loaded; `chunking` sets how long documents become
+        passages (see `passages.py`). The folder (or the PostgreSQL schema, with `backend`) appears
+        complete or not at all."""
         target = Path(folder)
         if backend is None and target.exists():
             raise CollectionError(f"{target} already exists; open it with Collection.open")
@@ -205,6 +161,7 @@ class Collection:
         get_tokenizer(tokenizer)
         lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
         BM25Index(**lexical)
+        chunks = ChunkingConfig.from_mapping(chunking).to_dict()
         config = {
             "schema_version": SCHEMA_VERSION,
             "model": model_key(model),
@@ -215,6 +172,7 @@ class Collection:
             "lexical": lexical,
             "query_prompt_name": query_prompt_name,
             "document_prompt_name": document_prompt_name,
+            "chunking": chunks,
         }
         if backend is not None:
             from .postgres_store import PostgresStore
@@ -342,6 +300,18 @@ class Collection:
 
         return get_tokenizer(self.config["lexical"]["tokenizer"])
 
+    def _plan(self, texts: list[str], titles: list[str | None]) -> list[list[Passage]]:
+        """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
+        `max_seq_length`) gets each document whole, as it would encode it."""
+        encoder = self.encoder
+        if not hasattr(encoder, "tokenizer") or not hasattr(encoder, "max_seq_length"):
+            return [[Passage(0, 0, len(t), t, t)] for t in texts]
+        if self._planner is None:
+            name = self.config["document_prompt_name"]
+            prompt = (getattr(encoder, "prompts", {}) or {}).get(name, "") if name else ""
+            self._planner = PassagePlanner(encoder, self.chunking, prompt)
+        return self._planner.plan(texts, titles)
+
     # -- writing -------------------------------------------------------------------------------------------
     def add(
         self,
@@ -365,11 +335,12 @@ class Collection:
         if commit_every < 1:
             raise ValueError(f"commit_every must be at least 1, not {commit_every}")
         ids, texts = list(ids), list(texts)
-        _check_texts(ids, texts)
+        check_texts(ids, texts)
         metas = list(metadata) if metadata is not None else [None] * len(ids)
         if len(metas) != len(ids):
             raise ValueError(f"{len(metas)} metadata entries for {len(ids)} documents")
-        meta_json = [_metadata_json(i, m) for i, m in zip(ids, metas, strict=True)]
+        meta_json = [metadata_json(i, m) for i, m in zip(ids, metas, strict=True)]
+        titles = [title_of(m, self.chunking) for m in metas]
         result = AddResult()
         progress = len(ids) > 1000 if show_progress_bar is None else show_progress_bar
         with self._write_lock():
@@ -389,6 +360,7 @@ class Collection:
                         ids[start:end],
                         texts[start:end],
                         meta_json[start:end],
+                        titles[start:end],
                         on_conflict,
                         batch_size,
                         result,
@@ -415,17 +387,18 @@ class Collection:
         ids: list[str],
         texts: list[str],
         metas: list[str],
+        titles: list[str | None],
         on_conflict: str,
         batch_size: int,
         result: AddResult,
     ) -> None:
         model = self.config["model"]
-        hashes = [text_hash(t) for t in texts]
+        digests = [document_hash(t, title) for t, title in zip(texts, titles, strict=True)]
         existing = self.store.existing(ids)
         new_rows: list[int] = []
         replaced: list[str] = []
         meta_only: list[tuple[str, str]] = []
-        for i, (doc_id, digest) in enumerate(zip(ids, hashes, strict=True)):
+        for i, (doc_id, digest) in enumerate(zip(ids, digests, strict=True)):
             if doc_id not in existing:
                 new_rows.append(i)
             elif on_conflict == "skip":
@@ -437,29 +410,72 @@ class Collection:
             else:
                 replaced.append(doc_id)
                 new_rows.append(i)
-        cached = self.store.cached_hashes(model, (hashes[i] for i in new_rows))
-        to_encode = list(dict.fromkeys(hashes[i] for i in new_rows if hashes[i] not in cached))
-        vectors = None
-        if to_encode:
-            first_text = {hashes[i]: texts[i] for i in reversed(new_rows)}
-            vectors = self._encode(
-                [first_text[h] for h in to_encode], self.config["document_prompt_name"], batch_size, False
-            )
-        tokens = self._tokenizer().tokenize_many([texts[i] for i in new_rows]) if new_rows else []
+        plans = self._plan([texts[i] for i in new_rows], [titles[i] for i in new_rows]) if new_rows else []
+        passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
+        late = self._planner is not None and self.chunking.late
+        hashes = [late_key(digests[i], p) if late and n > 1 else text_hash(p.encoded) for i, p, n in passages]
+        cached = self.store.cached_hashes(model, hashes)
+        to_encode, vectors = self._vectors(passages, hashes, cached, texts, titles, batch_size)
+        tokens = self._tokenizer().tokenize_many([p.encoded for _, p, _ in passages]) if passages else []
         rows = [
-            NewRow(ids[i], texts[i], metas[i], hashes[i], json.dumps(toks, ensure_ascii=False))
-            for i, toks in zip(new_rows, tokens, strict=True)
+            NewRow(
+                ids[i],
+                p.text,
+                metas[i],
+                h,
+                json.dumps(toks, ensure_ascii=False),
+                p.chunk,
+                p.start,
+                p.end if n > 1 else None,
+                digests[i] if n > 1 else None,
+            )
+            for (i, p, n), h, toks in zip(passages, hashes, tokens, strict=True)
         ]
+        sources = [(ids[i], texts[i]) for i, plan in zip(new_rows, plans, strict=True) if len(plan) > 1]
         with self.store.transaction():
-            if vectors is not None:
+            if to_encode:
                 self.store.put_embeddings(model, to_encode, vectors)
             if replaced:
                 self.store.delete(replaced)
             self.store.insert(rows, model)
+            self.store.put_sources(sources)
             self.store.update_metadata(meta_only)
-        result.added += len(rows) - len(replaced)
+        result.added += len(new_rows) - len(replaced)
         result.updated += len(replaced) + len(meta_only)
         result.encoded += len(to_encode)
+
+    def _vectors(
+        self,
+        passages: list[tuple[int, Passage, int]],
+        hashes: list[str],
+        cached: set[str],
+        texts: list[str],
+        titles: list[str | None],
+        batch_size: int,
+    ) -> tuple[list[str], np.ndarray]:
+        """The cache keys and vectors of the passages not in the embedding cache: each encoded on
+        its own, or with late chunking (`late_chunking.py`) per document, all its passages at once."""
+        prompt_name = self.config["document_prompt_name"]
+        plain: dict[str, str] = {}
+        late: dict[int, list[tuple[Passage, str]]] = {}
+        missing: set[int] = set()
+        for (i, p, n), h in zip(passages, hashes, strict=True):
+            if self.chunking.late and n > 1 and self._planner is not None:
+                late.setdefault(i, []).append((p, h))
+                if h not in cached:
+                    missing.add(i)
+            elif h not in cached:
+                plain.setdefault(h, p.encoded)
+        keys, parts = list(plain), []
+        if plain:
+            parts.append(self._encode(list(plain.values()), prompt_name, batch_size, False))
+        for i in sorted(missing):
+            assert self._planner is not None
+            doc = [p for p, _ in late[i]]
+            parts.append(self._planner.late_vectors(texts[i], titles[i], doc, prompt_name, batch_size))
+            keys += [h for _, h in late[i]]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.config["dim"]), np.float32)
+        return keys, vectors
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete documents by id; returns how many existed. Unknown ids are ignored."""
@@ -521,14 +537,6 @@ class Collection:
         vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
         return [docs[int(label)] for label in labels], vectors
 
-    def matched_terms(self, query: str, ids: Sequence[str]) -> list[list[str]]:
-        """The query's lexical (BM25) terms that each document contains, in query order: why a
-        keyword match ranked (shown beside hybrid and lexical results). Documents are read as
-        BM25 indexed them (their stored tokens), not tokenized again."""
-        terms = list(dict.fromkeys(self._tokenizer()(query)))
-        stored = self.store.tokens_by_id(list(ids))
-        return [[t for t in terms if t in set(stored.get(i, ()))] for i in ids]
-
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)
         if self.folder is None:
@@ -540,6 +548,8 @@ class Collection:
             "folder": self.location,
             "backend": "embedded" if self.folder is not None else "postgres",
             "documents": len(self),
+            "passages": self.store.passage_count(),
+            "chunking": self.chunking.to_dict(),
             **{k: self.config[k] for k in ("model", "dim", "metric", "index", "query_prompt_name")},
             "document_prompt_name": self.config["document_prompt_name"],
             "lexical": self.config["lexical"],
@@ -565,147 +575,6 @@ class Collection:
             problems.append("lexical index does not match the documents")
         return problems
 
-    # -- search -------------------------------------------------------------------------------------
-    def search(
-        self,
-        query: str | Sequence[str],
-        k: int = 10,
-        *,
-        mode: str = "dense",
-        filter: Mapping[str, Any] | None = None,
-        fusion: str = HYBRID_FUSION,
-        weights: Sequence[float] | None = None,
-        rrf_k: float = 60.0,
-        normalization: str = "minmax",
-        candidates: int = 100,
-        rerank: Any = None,
-        rerank_k: int | None = None,
-        batch_size: int = 32,
-    ) -> Any:
-        """The k best documents for a query (a list of hits) or for each of several queries.
-
-        - mode: "dense", "lexical" or "hybrid" (dense and BM25 candidates fused by `fusion`,
-          "weighted" (default) or "rrf", with `weights` (dense, lexical; None: HYBRID_WEIGHTS, 0.8 and
-          0.2, chosen on dev data) and `normalization` for weighted).
-        - filter: metadata conditions (see `filters.py`), applied before ranking.
-        - candidates: how many each retriever hands to fusion and rerank.
-        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
-          (default `candidates`) results by reading query and document together.
-        """
-        single = isinstance(query, str)
-        queries = [query] if isinstance(query, str) else list(query)
-        for i, q in enumerate(queries):
-            if not isinstance(q, str):
-                raise TypeError(f"query {i} is {type(q).__name__}, not str")
-            if not q.strip():
-                raise ValueError(f"query {i} is empty")
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-        if fusion not in FUSIONS:
-            raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
-        if k < 1 or candidates < 1:
-            raise ValueError(f"k and candidates must be at least 1 (got {k}, {candidates})")
-        pool = max(k, candidates) if (mode == "hybrid" or rerank is not None) else k
-        allowed = where = None
-        if filter is not None:
-            where = compile_filter(filter, dialect=self.store.dialect)
-            if self.folder is not None or mode != "dense":  # PostgreSQL filters dense search in SQL
-                allowed = self.store.labels_matching(*where)
-        dense: list[list[tuple[int, float]]] = [[] for _ in queries]
-        lexical: list[list[tuple[int, float]]] = [[] for _ in queries]
-        if mode in ("dense", "hybrid"):
-            dense = self._dense_search(queries, pool, allowed, where, batch_size)
-        if mode in ("lexical", "hybrid"):
-            lexical = self._lexical_search(queries, pool, allowed)
-        results: list[list[SearchHit]] = []
-        for i, q in enumerate(queries):
-            if mode == "hybrid":
-                fused = fuse(
-                    [dense[i], lexical[i]],
-                    method=fusion,
-                    weights=HYBRID_WEIGHTS if weights is None else weights,
-                    rrf_k=rrf_k,
-                    normalization=normalization,
-                    top_k=pool,
-                )
-                ranked = [
-                    (cast(int, h.key), h.score, _stage_scores(h.scores[0], h.scores[1], h.score))
-                    for h in fused
-                ]
-            else:
-                source = dense[i] if mode == "dense" else lexical[i]
-                ranked = [(label, score, {mode: score}) for label, score in source]
-            results.append(self._hits(q, ranked, k, rerank, rerank_k or pool, batch_size))
-        return results[0] if single else results
-
-    def _dense_search(
-        self,
-        queries: list[str],
-        k: int,
-        allowed: np.ndarray | None,
-        where: tuple[str, list[Any]] | None,
-        batch_size: int,
-    ) -> list[list[tuple[int, float]]]:
-        self.dense.sync(self.store)
-        if (allowed is not None and len(allowed) == 0) or not self.dense.index:  # empty: skip encoding
-            return [[] for _ in queries]
-        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
-        labels, scores = self.dense.search(self.store, vectors, k, allowed, where)
-        return [
-            [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
-            for row_l, row_s in zip(labels, scores, strict=True)
-        ]
-
-    def _lexical_search(
-        self, queries: list[str], k: int, allowed: np.ndarray | None
-    ) -> list[list[tuple[int, float]]]:
-        self.lexical.sync(self.store)
-        bm25, labels = self.lexical.bm25, self.lexical.labels
-        if len(labels) == 0:
-            return [[] for _ in queries]
-        tokenizer = self._tokenizer()
-        rows = None if allowed is None else np.flatnonzero(np.isin(labels, allowed))
-        if rows is not None and len(rows) == 0:
-            return [[] for _ in queries]
-        hits = bm25.search_tokens([tokenizer(q) for q in queries], k, rows=rows)
-        return [[(int(labels[h.row]), float(h.score)) for h in row_hits] for row_hits in hits]
-
-    def _hits(
-        self,
-        query: str,
-        ranked: list[tuple[int, float, dict[str, float]]],
-        k: int,
-        rerank: Any,
-        rerank_k: int,
-        batch_size: int,
-    ) -> list[SearchHit]:
-        docs = self.store.documents([label for label, _, _ in ranked])
-        # A label the index still had but the database no longer has was deleted meanwhile.
-        ranked = [r for r in ranked if r[0] in docs]
-        if rerank is not None and ranked:
-            cross = self._cross_encoder(rerank)
-            head = ranked[:rerank_k]
-            texts = [docs[label].text for label, _, _ in head]
-            order = cross.rank(query, texts, batch_size=batch_size, show_progress_bar=False)
-            ranked = [
-                (head[h["corpus_id"]][0], h["score"], {**head[h["corpus_id"]][2], "rerank": h["score"]})
-                for h in order
-            ]
-        return [
-            SearchHit(docs[label].id, docs[label].text, docs[label].metadata, score, stages)
-            for label, score, stages in ranked[:k]
-        ]
-
-    def _cross_encoder(self, rerank: Any) -> Any:
-        if not isinstance(rerank, (str, os.PathLike)):
-            return rerank
-        key = str(rerank)
-        if key not in self._cross_encoders:
-            from ..cross_encoder import load_cross_encoder
-
-            self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
-        return self._cross_encoders[key]
-
 
 def _postgres_url(backend: str) -> str:
     from .postgres_store import is_postgres_url
@@ -713,12 +582,3 @@ def _postgres_url(backend: str) -> str:
     if not is_postgres_url(backend):
         raise ValueError(f"backend must be a postgresql:// URL, got {backend!r}")
     return backend
-
-
-def _stage_scores(dense: float | None, lexical: float | None, fused: float) -> dict[str, float]:
-    stages = {"fused": fused}
-    if dense is not None:
-        stages["dense"] = dense
-    if lexical is not None:
-        stages["lexical"] = lexical
-    return stages

@@ -38,7 +38,7 @@ class PostgresDense:
         return None
 
     def __len__(self) -> int:
-        return self.store.count()
+        return self.store.passage_count()
 
     def __bool__(self) -> bool:
         """Whether any document is stored, without counting them all (searches ask this first)."""

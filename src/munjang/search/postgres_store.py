@@ -3,9 +3,11 @@ vector index in one database, for teams whose data already lives there or outgro
 
 Each collection is one schema, `munjang_<name>`, with the tables of the embedded store (`store.py`)
 in PostgreSQL types:
-- `documents`: label (bigserial, never reused), id (unique), text, metadata (jsonb), text_hash,
-  tokens (jsonb, for BM25), and `embedding vector(dim)`: the vector lives beside the document, so
-  pgvector's HNSW index (`index="hnsw"`) or an exact scan (`index="exact"`) searches it in SQL.
+- `documents`: one row per passage: label (bigserial, never reused), id, chunk (unique with id),
+  span_start / span_end, text, metadata (jsonb), text_hash, doc_hash, tokens (jsonb, for BM25), and
+  `embedding vector(dim)`: the vector lives beside the passage, so pgvector's HNSW index
+  (`index="hnsw"`) or an exact scan (`index="exact"`) searches it in SQL.
+- `sources`: the whole text of each document stored as several passages.
 - `embeddings`: the embedding cache keyed by (model, text_hash), so a text seen before, even in a
   deleted document, costs no encoding.
 - `deletions`: the log of removed labels; `state`: the watermark (last label, last deletion) that
@@ -29,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from ..extras import install_hint
-from .store import CollectionError, Document, NewRow, Watermark
+from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
 URL_SCHEMES = ("postgres", "postgresql")
@@ -39,6 +41,10 @@ TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
 METADATA_INDEX = (
     "CREATE INDEX IF NOT EXISTS documents_metadata_gin ON {documents} USING gin (metadata jsonb_path_ops)"
 )
+
+
+# Answers "is any document stored as several passages?" without a scan.
+PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chunk > 0"
 
 
 def is_postgres_url(value: object) -> bool:
@@ -138,6 +144,27 @@ class PostgresStore:
             )
         if not self.readonly:
             self._add_metadata_index()
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a collection written by an older munjang to this schema, in one transaction:
+        version 1 had one row per document with a unique id; passages need (id, chunk)."""
+        row = self.conn.execute(f"SELECT value FROM {self.t('meta')} WHERE key = 'schema_version'").fetchone()
+        if row is None or json.loads(row[0]) != 1:
+            return
+        documents = self.t("documents")
+        with self.transaction():
+            self.conn.execute(f"ALTER TABLE {documents} DROP CONSTRAINT IF EXISTS documents_id_key")
+            self.conn.execute(
+                f"ALTER TABLE {documents} ADD COLUMN chunk integer NOT NULL DEFAULT 0, "
+                "ADD COLUMN span_start integer NOT NULL DEFAULT 0, ADD COLUMN span_end integer, "
+                "ADD COLUMN doc_hash text, ADD UNIQUE (id, chunk)"
+            )
+            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
+            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
+            self.conn.execute(
+                f"UPDATE {self.t('meta')} SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
 
     def _add_metadata_index(self) -> None:
         """Give a collection created before the metadata index existed its index (once)."""
@@ -166,10 +193,14 @@ class PostgresStore:
             )
             self.conn.execute(f"INSERT INTO {self.t('state')} DEFAULT VALUES")
             self.conn.execute(
-                f"CREATE TABLE {self.t('documents')} (label bigserial PRIMARY KEY, id text NOT NULL UNIQUE, "
+                f"CREATE TABLE {self.t('documents')} (label bigserial PRIMARY KEY, id text NOT NULL, "
+                "chunk integer NOT NULL DEFAULT 0, span_start integer NOT NULL DEFAULT 0, span_end integer, "
                 "text text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', text_hash text NOT NULL, "
-                f"tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL)"
+                f"doc_hash text, tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL, "
+                "UNIQUE (id, chunk))"
             )
+            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
+            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
             self.conn.execute(f"CREATE INDEX ON {self.t('documents')} (text_hash)")
             self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
             self.conn.execute(
@@ -254,7 +285,18 @@ class PostgresStore:
 
     # -- reads -------------------------------------------------------------------------------------
     def count(self) -> int:
+        """How many documents (not passages) are stored."""
+        query = f"SELECT count(*) FROM {self.t('documents')} WHERE chunk = 0"
+        return int(self.conn.execute(query).fetchone()[0])
+
+    def passage_count(self) -> int:
+        """How many passages (index entries) are stored."""
         return int(self.conn.execute(f"SELECT count(*) FROM {self.t('documents')}").fetchone()[0])
+
+    def has_passages(self) -> bool:
+        """Whether any document is stored as several passages (a partial index answers it)."""
+        query = f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')} WHERE chunk > 0)"
+        return bool(self.conn.execute(query).fetchone()[0])
 
     def watermark(self) -> Watermark:
         row = self.conn.execute(f"SELECT last_label, last_deletion FROM {self.t('state')}").fetchone()
@@ -262,7 +304,9 @@ class PostgresStore:
 
     def existing(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
         rows = self.conn.execute(
-            f"SELECT id, label, text_hash FROM {self.t('documents')} WHERE id = ANY(%s)", (list(ids),)
+            f"SELECT id, label, coalesce(doc_hash, text_hash) FROM {self.t('documents')} "
+            "WHERE chunk = 0 AND id = ANY(%s)",
+            (list(ids),),
         ).fetchall()
         return {r[0]: (int(r[1]), r[2]) for r in rows}
 
@@ -275,14 +319,18 @@ class PostgresStore:
 
     def documents(self, labels: Sequence[int]) -> dict[int, Document]:
         rows = self.conn.execute(
-            f"SELECT label, id, text, metadata FROM {self.t('documents')} WHERE label = ANY(%s)",
+            f"SELECT label, id, text, metadata, chunk, span_start, span_end FROM {self.t('documents')} "
+            "WHERE label = ANY(%s)",
             ([int(x) for x in labels],),
         ).fetchall()
-        return {int(r[0]): Document(r[1], r[2], r[3], int(r[0])) for r in rows}
+        return {int(r[0]): Document(r[1], r[2], r[3], int(r[0]), int(r[4]), int(r[5]), r[6]) for r in rows}
 
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]:
+        """Whole documents (a passaged one's full text from `sources`), by id."""
         rows = self.conn.execute(
-            f"SELECT label, id, text, metadata FROM {self.t('documents')} WHERE id = ANY(%s)", (list(ids),)
+            f"SELECT d.label, d.id, coalesce(s.text, d.text), d.metadata FROM {self.t('documents')} d "
+            f"LEFT JOIN {self.t('sources')} s ON s.id = d.id WHERE d.chunk = 0 AND d.id = ANY(%s)",
+            (list(ids),),
         ).fetchall()
         return {r[1]: Document(r[1], r[2], r[3], int(r[0])) for r in rows}
 
@@ -290,7 +338,8 @@ class PostgresStore:
         last = 0
         while True:
             rows = self.conn.execute(
-                f"SELECT label, id FROM {self.t('documents')} WHERE label > %s ORDER BY label LIMIT %s",
+                f"SELECT label, id FROM {self.t('documents')} WHERE label > %s AND chunk = 0 "
+                "ORDER BY label LIMIT %s",
                 (last, batch),
             ).fetchall()
             if not rows:
@@ -325,11 +374,13 @@ class PostgresStore:
             out[position[int(label)]] = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
         return out
 
-    def tokens_by_id(self, ids: Sequence[str]) -> dict[str, list[str]]:
+    def tokens_of(self, labels: Sequence[int]) -> dict[int, list[str]]:
+        """The stored lexical tokens of these passages (unknown labels left out)."""
         rows = self.conn.execute(
-            f"SELECT id, tokens FROM {self.t('documents')} WHERE id = ANY(%s)", (list(ids),)
+            f"SELECT label, tokens FROM {self.t('documents')} WHERE label = ANY(%s)",
+            ([int(x) for x in labels],),
         ).fetchall()
-        return {r[0]: list(r[1]) for r in rows}
+        return {int(r[0]): list(r[1]) for r in rows}
 
     def tokens(self) -> tuple[np.ndarray, list[list[str]]]:
         rows = self.conn.execute(f"SELECT label, tokens FROM {self.t('documents')} ORDER BY label").fetchall()
@@ -356,10 +407,16 @@ class PostgresStore:
             return
         cur = self.conn.cursor()
         cur.executemany(
-            f"INSERT INTO {self.t('documents')} (id, text, metadata, text_hash, tokens, embedding) "
-            f"SELECT %s, %s, %s::jsonb, %s, %s::jsonb, e.vector FROM {self.t('embeddings')} e "
-            "WHERE e.model = %s AND e.text_hash = %s RETURNING label",
-            [(r.id, r.text, r.metadata, r.text_hash, r.tokens, model, r.text_hash) for r in rows],
+            f"INSERT INTO {self.t('documents')} (id, chunk, span_start, span_end, text, metadata, text_hash, "
+            "doc_hash, tokens, embedding) SELECT %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, e.vector "
+            f"FROM {self.t('embeddings')} e WHERE e.model = %s AND e.text_hash = %s RETURNING label",
+            [
+                (
+                    *(r.id, r.chunk, r.start, r.end, r.text, r.metadata),
+                    *(r.text_hash, r.doc_hash, r.tokens, model, r.text_hash),
+                )
+                for r in rows
+            ],
             returning=True,
         )
         labels: list[int] = []
@@ -372,6 +429,15 @@ class PostgresStore:
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
         cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
 
+    def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
+        """The whole text of documents stored as several passages: (id, text)."""
+        if sources:
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('sources')} (id, text) VALUES (%s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET text = excluded.text",
+                list(sources),
+            )
+
     def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
         if updates:
             self.conn.cursor().executemany(
@@ -380,9 +446,11 @@ class PostgresStore:
             )
 
     def delete(self, ids: Sequence[str]) -> int:
+        """Delete documents (every passage of each); returns how many documents existed."""
         rows = self.conn.execute(
-            f"DELETE FROM {self.t('documents')} WHERE id = ANY(%s) RETURNING label", (list(ids),)
+            f"DELETE FROM {self.t('documents')} WHERE id = ANY(%s) RETURNING label, chunk", (list(ids),)
         ).fetchall()
+        self.conn.execute(f"DELETE FROM {self.t('sources')} WHERE id = ANY(%s)", (list(ids),))
         labels = sorted(int(r[0]) for r in rows)
         if labels:
             self.conn.cursor().executemany(
@@ -392,7 +460,7 @@ class PostgresStore:
                 f"UPDATE {self.t('state')} SET last_deletion = "
                 f"(SELECT coalesce(max(seq), 0) FROM {self.t('deletions')})"
             )
-        return len(labels)
+        return sum(1 for r in rows if r[1] == 0)
 
     def prune_embeddings(self, model: str) -> int:
         cur = self.conn.execute(

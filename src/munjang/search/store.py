@@ -1,8 +1,14 @@
 """The document store of a collection: one SQLite database, the source of truth.
 
 Tables:
-- `documents`: label (INTEGER PRIMARY KEY AUTOINCREMENT, never reused, the id every index uses),
-  id (the user's unique text id), text, metadata (JSON), text_hash, tokens (JSON, for BM25).
+- `documents`: one row per passage, the unit every index holds. label (INTEGER PRIMARY KEY
+  AUTOINCREMENT, never reused, the id every index uses), id (the user's document id), chunk (0, 1,
+  ... within the document; UNIQUE with id), span_start / span_end (the passage's character offsets in
+  the document; span_end NULL: the whole text), text (the passage), metadata (JSON, the document's,
+  on every passage so filters need no join), text_hash (of what was encoded: the embedding-cache
+  key), doc_hash (of the whole document and its context, to tell a changed document; NULL: equal to
+  text_hash), tokens (JSON, for BM25). A document short enough for the model is one passage.
+- `sources`: the whole text of each document stored as several passages.
 - `embeddings`: the embedding cache, keyed by (model, text_hash). A document's vector is found by
   its text hash, so re-adding a text the model has seen costs no encoding, and deleting a document
   keeps its vector for a later re-add.
@@ -32,18 +38,25 @@ import numpy as np
 
 from ..errors import MunjangError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     label INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
+    chunk INTEGER NOT NULL DEFAULT 0,
+    span_start INTEGER NOT NULL DEFAULT 0,
+    span_end INTEGER,
     text TEXT NOT NULL,
     metadata TEXT NOT NULL DEFAULT '{}',
     text_hash TEXT NOT NULL,
-    tokens TEXT NOT NULL DEFAULT '[]'
+    doc_hash TEXT,
+    tokens TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (id, chunk)
 );
+CREATE TABLE IF NOT EXISTS sources (id TEXT PRIMARY KEY, text TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS documents_passages ON documents (id) WHERE chunk > 0;
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
     text_hash TEXT NOT NULL,
@@ -54,6 +67,31 @@ CREATE TABLE IF NOT EXISTS deletions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     label INTEGER NOT NULL
 );
+"""
+
+# Version 1 held one row per document with a UNIQUE id; SQLite cannot drop that constraint in place,
+# so the table is rebuilt with labels kept and the AUTOINCREMENT counter restored (labels are never
+# reused, or an index would mistake a new passage for a deleted one).
+_MIGRATE_1_TO_2 = """
+CREATE TABLE documents_v2 (
+    label INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    chunk INTEGER NOT NULL DEFAULT 0,
+    span_start INTEGER NOT NULL DEFAULT 0,
+    span_end INTEGER,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    text_hash TEXT NOT NULL,
+    doc_hash TEXT,
+    tokens TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (id, chunk)
+);
+INSERT INTO documents_v2 (label, id, text, metadata, text_hash, tokens)
+    SELECT label, id, text, metadata, text_hash, tokens FROM documents;
+DROP TABLE documents;
+ALTER TABLE documents_v2 RENAME TO documents;
+CREATE TABLE IF NOT EXISTS sources (id TEXT PRIMARY KEY, text TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS documents_passages ON documents (id) WHERE chunk > 0;
 """
 
 
@@ -68,12 +106,16 @@ def text_hash(text: str) -> str:
 
 @dataclass(frozen=True)
 class Document:
-    """A stored document: the user's id, its text and metadata, and its internal label."""
+    """A stored document or one passage of it: the user's id, the text and metadata, the internal
+    label, and for a passage its number and character span in the document (end None: to the end)."""
 
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     label: int = -1
+    chunk: int = 0
+    start: int = 0
+    end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,13 +128,24 @@ class Watermark:
 
 @dataclass(frozen=True)
 class NewRow:
-    """A document to insert: text, metadata JSON, hash and lexical tokens."""
+    """A passage to insert: text, metadata JSON, the encoded text's hash, lexical tokens, and where
+    it lies in its document (chunk number, span, the whole document's hash when it has several)."""
 
     id: str
     text: str
     metadata: str
     text_hash: str
     tokens: str
+    chunk: int = 0
+    start: int = 0
+    end: int | None = None
+    doc_hash: str | None = None
+
+
+def _document(row: Sequence[Any]) -> Document:
+    """A Document from (label, id, text, metadata, chunk, span_start, span_end)."""
+    label, doc_id, text, metadata, chunk, start, end = row
+    return Document(doc_id, text, json.loads(metadata), int(label), int(chunk), int(start), end)
 
 
 class DocumentStore:
@@ -114,6 +167,8 @@ class DocumentStore:
             if create:
                 self.conn.executescript(_SCHEMA)
             self._check_schema()
+            if not readonly and not create:
+                self._upgrade()
         except sqlite3.DatabaseError as e:
             raise CollectionError(f"{path}: cannot open the collection database ({e})") from None
 
@@ -124,6 +179,29 @@ class DocumentStore:
             raise CollectionError(
                 f"{self.path}: not a munjang collection (missing {', '.join(sorted(missing))})"
             )
+
+    def _upgrade(self) -> None:
+        """Bring a collection written by an older munjang to this schema, in one transaction."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or json.loads(row[0]) != 1:
+            return
+        seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'documents'").fetchone()
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _MIGRATE_1_TO_2.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            self.conn.execute("DELETE FROM sqlite_sequence WHERE name = 'documents'")
+            self.conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('documents', ?)", (seq[0] if seq else 0,)
+            )
+            self.conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.conn.close()
@@ -154,7 +232,17 @@ class DocumentStore:
             self.conn.execute("COMMIT")
 
     def count(self) -> int:
+        """How many documents (not passages) are stored."""
+        return int(self.conn.execute("SELECT count(*) FROM documents WHERE chunk = 0").fetchone()[0])
+
+    def passage_count(self) -> int:
+        """How many passages (index entries) are stored."""
         return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def has_passages(self) -> bool:
+        """Whether any document is stored as several passages (a partial index answers it)."""
+        query = "SELECT EXISTS (SELECT 1 FROM documents WHERE chunk > 0)"
+        return bool(self.conn.execute(query).fetchone()[0])
 
     def watermark(self) -> Watermark:
         """The store's current high-water marks (AUTOINCREMENT counters never go back)."""
@@ -162,13 +250,15 @@ class DocumentStore:
         return Watermark(int(seqs.get("documents", 0)), int(seqs.get("deletions", 0)))
 
     def existing(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
-        """For ids already stored: id -> (label, text_hash)."""
+        """For document ids already stored: id -> (label of its first passage, document hash)."""
         found: dict[str, tuple[int, str]] = {}
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             marks = ", ".join("?" * len(part))
             rows = self.conn.execute(
-                f"SELECT id, label, text_hash FROM documents WHERE id IN ({marks})", part
+                f"SELECT id, label, coalesce(doc_hash, text_hash) FROM documents "
+                f"WHERE chunk = 0 AND id IN ({marks})",
+                part,
             ).fetchall()
             found.update({r[0]: (int(r[1]), r[2]) for r in rows})
         return found
@@ -190,21 +280,34 @@ class DocumentStore:
         for start in range(0, len(labels), 500):
             part = [int(x) for x in labels[start : start + 500]]
             marks = ", ".join("?" * len(part))
-            for label, doc_id, text, metadata in self.conn.execute(
-                f"SELECT label, id, text, metadata FROM documents WHERE label IN ({marks})", part
+            for row in self.conn.execute(
+                "SELECT label, id, text, metadata, chunk, span_start, span_end FROM documents "
+                f"WHERE label IN ({marks})",
+                part,
             ):
-                out[int(label)] = Document(doc_id, text, json.loads(metadata), int(label))
+                out[int(row[0])] = _document(row)
         return out
 
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]:
-        labels = [label for label, _ in self.existing(ids).values()]
-        return {doc.id: doc for doc in self.documents(labels).values()}
+        """Whole documents (a passaged one's full text from `sources`), by id."""
+        out: dict[str, Document] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            for row in self.conn.execute(
+                "SELECT d.label, d.id, coalesce(s.text, d.text), d.metadata, 0, 0, NULL FROM documents d "
+                f"LEFT JOIN sources s ON s.id = d.id WHERE d.chunk = 0 AND d.id IN ({marks})",
+                part,
+            ):
+                out[row[1]] = _document(row)
+        return out
 
     def iter_ids(self, batch: int = 10_000) -> Iterator[str]:
         last = 0
         while True:
             rows = self.conn.execute(
-                "SELECT label, id FROM documents WHERE label > ? ORDER BY label LIMIT ?", (last, batch)
+                "SELECT label, id FROM documents WHERE label > ? AND chunk = 0 ORDER BY label LIMIT ?",
+                (last, batch),
             ).fetchall()
             if not rows:
                 return
@@ -252,16 +355,16 @@ class DocumentStore:
                 out[position[int(label)]] = np.frombuffer(vector, dtype=np.float32)
         return out
 
-    def tokens_by_id(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The stored lexical tokens of these documents (unknown ids left out)."""
-        out: dict[str, list[str]] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
+    def tokens_of(self, labels: Sequence[int]) -> dict[int, list[str]]:
+        """The stored lexical tokens of these passages (unknown labels left out)."""
+        out: dict[int, list[str]] = {}
+        for start in range(0, len(labels), 500):
+            part = [int(x) for x in labels[start : start + 500]]
             marks = ", ".join("?" * len(part))
-            for doc_id, toks in self.conn.execute(
-                f"SELECT id, tokens FROM documents WHERE id IN ({marks})", part
+            for label, toks in self.conn.execute(
+                f"SELECT label, tokens FROM documents WHERE label IN ({marks})", part
             ):
-                out[doc_id] = json.loads(toks)
+                out[int(label)] = json.loads(toks)
         return out
 
     def tokens(self) -> tuple[np.ndarray, list[list[str]]]:
@@ -286,22 +389,41 @@ class DocumentStore:
         )
 
     def insert(self, rows: Sequence[NewRow], model: str = "") -> None:
-        """New documents (their vectors are joined from the embedding cache when read, so `model`
+        """New passages (their vectors are joined from the embedding cache when read, so `model`
         is not needed here; the PostgreSQL store copies the vector into the row)."""
         self.conn.executemany(
-            "INSERT INTO documents (id, text, metadata, text_hash, tokens) VALUES (?, ?, ?, ?, ?)",
-            [(r.id, r.text, r.metadata, r.text_hash, r.tokens) for r in rows],
+            "INSERT INTO documents (id, chunk, span_start, span_end, text, metadata, text_hash, doc_hash, "
+            "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (r.id, r.chunk, r.start, r.end, r.text, r.metadata, r.text_hash, r.doc_hash, r.tokens)
+                for r in rows
+            ],
         )
+
+    def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
+        """The whole text of documents stored as several passages: (id, text)."""
+        self.conn.executemany("INSERT OR REPLACE INTO sources (id, text) VALUES (?, ?)", sources)
 
     def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
         self.conn.executemany("UPDATE documents SET metadata = ? WHERE id = ?", [(m, i) for i, m in updates])
 
     def delete(self, ids: Sequence[str]) -> int:
-        found = self.existing(ids)
-        labels = sorted(label for label, _ in found.values())
+        """Delete documents (every passage of each); returns how many documents existed."""
+        labels: list[int] = []
+        found = 0
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT label, chunk FROM documents WHERE id IN ({marks})", part
+            ).fetchall()
+            labels.extend(int(r[0]) for r in rows)
+            found += sum(1 for r in rows if r[1] == 0)
+            self.conn.execute(f"DELETE FROM sources WHERE id IN ({marks})", part)
+        labels.sort()
         self.conn.executemany("DELETE FROM documents WHERE label = ?", [(x,) for x in labels])
         self.conn.executemany("INSERT INTO deletions (label) VALUES (?)", [(x,) for x in labels])
-        return len(labels)
+        return found
 
     def prune_embeddings(self, model: str) -> int:
         """Drop cached vectors no document uses (for any model but `model`, all of them)."""

@@ -10,7 +10,8 @@ opened them), so its operations run one at a time, off the event loop. Routes:
     POST /v1/collections/{name}/documents    {"documents": [{"id", "text", "metadata"?}], "on_conflict"?}
     POST /v1/collections/{name}/delete       {"ids": [...]}
     POST /v1/collections/{name}/search       {"query", "top_k"?, "mode"?, "filter"?, "fusion"?, "weights"?,
-                                              "rerank"?, "rerank_k"?}; each hit has `matched_terms`
+                                              "rerank"?, "rerank_k"?, "unit"?, "aggregate"?}; each hit
+                                              has its `passage` span and `matched_terms`
     POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
 """
 
@@ -134,10 +135,12 @@ class SearchRequest(BaseModel):
     top_k: StrictInt = Field(default=10, ge=1, le=1000)
     mode: Literal["dense", "lexical", "hybrid"] = "hybrid"
     filter: dict[str, Any] | None = None
-    fusion: Literal["weighted", "rrf"] = "weighted"
+    fusion: Literal["weighted", "rrf"] | None = None
     weights: list[StrictFloat | StrictInt] | None = None
     rerank: StrictBool = False
     rerank_k: StrictInt | None = Field(default=None, ge=1)
+    unit: Literal["document", "passage"] = "document"
+    aggregate: Literal["max", "sum"] = "max"
 
 
 class MapRequest(BaseModel):
@@ -314,8 +317,10 @@ def add_collection_routes(
                 weights=parsed.weights,
                 rerank=reranker,
                 rerank_k=parsed.rerank_k,
+                unit=parsed.unit,
+                aggregate=parsed.aggregate,
             )
-            return hits, collection.matched_terms(parsed.query, [h.id for h in hits])
+            return hits, collection.matched_terms(parsed.query, hits)
 
         hits, terms = await target.read(search_with_terms)
         return {
@@ -327,6 +332,7 @@ def add_collection_routes(
                     "metadata": h.metadata,
                     "score": h.score,
                     "scores": h.scores,
+                    "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
                     "matched_terms": matched,
                 }
                 for h, matched in zip(hits, terms, strict=True)

@@ -123,6 +123,12 @@ function renderResults(hits) {
     const id = document.createElement("span");
     id.textContent = hit.id;
     meta.append(id);
+    if (hit.passage && hit.passage.partial) {
+      const where = document.createElement("span");
+      where.className = "passage";
+      where.textContent = `passage ${hit.passage.chunk + 1} · characters ${hit.passage.start}–${hit.passage.end}`;
+      meta.append(where);
+    }
     item.append(text, meta);
     list.append(item);
   }

@@ -1,0 +1,174 @@
+"""From documents to passages: what a collection indexes for each document it is given.
+
+An embedding model reads a fixed window of tokens (e5-small: 512) and silently drops the rest, so a
+long document added whole is searchable by its first page only. A collection therefore stores a
+document that does not fit as several passages: sentence-aligned chunks packed to a token budget of
+the model's own tokenizer (`chunking.py`), each stored with its character span in the document.
+
+Each passage is encoded and BM25-tokenized with the document's title (metadata field `title`, when
+present) in front, so a passage taken out of its page still says what the page is about; the stored
+passage text is the document's own text, so offsets point into it exactly.
+
+Settings (`Collection.create(chunking=...)`, kept in the collection's configuration):
+- `enabled`: False stores every document whole, truncated by the model as it encodes it.
+- `max_tokens`: the passage budget. None (default): the model's window, so only documents that do
+  not fit are split; a number splits every document longer than it ("always chunk").
+- `overlap_tokens`: whole sentences of the previous passage repeated at the start of the next.
+- `title_field`: the metadata field carried into each passage as context (None: none).
+- `late`: late chunking (`late_chunking.py`): each passage's vector is pooled from a pass over a
+  window of its document, so it carries the context around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .store import text_hash
+
+CHUNKING_DEFAULTS: dict[str, Any] = {
+    "enabled": True,
+    "max_tokens": None,
+    "overlap_tokens": 32,
+    "title_field": "title",
+    "late": False,
+}
+# Special tokens ([CLS] ... [SEP], <s> ... </s>) a transformer adds around every input.
+SPECIAL_TOKENS = 2
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """How documents become passages (see the module docstring)."""
+
+    enabled: bool = True
+    max_tokens: int | None = None
+    overlap_tokens: int = 32
+    title_field: str | None = "title"
+    late: bool = False
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> ChunkingConfig:
+        """Validated settings from a collection's stored configuration or a user's mapping."""
+        values = dict(values or {})
+        unknown = set(values) - set(CHUNKING_DEFAULTS)
+        if unknown:
+            raise ValueError(
+                f"unknown chunking setting {sorted(unknown)[0]!r}; known: {', '.join(CHUNKING_DEFAULTS)}"
+            )
+        config = cls(**{**CHUNKING_DEFAULTS, **values})
+        for flag in ("enabled", "late"):
+            if not isinstance(getattr(config, flag), bool):
+                raise ValueError(f"chunking {flag} must be true or false, not {getattr(config, flag)!r}")
+        if config.max_tokens is not None and (
+            isinstance(config.max_tokens, bool)
+            or not isinstance(config.max_tokens, int)
+            or config.max_tokens < 16
+        ):
+            raise ValueError(
+                f"chunking max_tokens must be None or an integer >= 16, not {config.max_tokens!r}"
+            )
+        if isinstance(config.overlap_tokens, bool) or not isinstance(config.overlap_tokens, int):
+            raise ValueError(f"chunking overlap_tokens must be an integer, not {config.overlap_tokens!r}")
+        if config.overlap_tokens < 0:
+            raise ValueError(f"chunking overlap_tokens must be >= 0, not {config.overlap_tokens}")
+        if config.title_field is not None and not isinstance(config.title_field, str):
+            raise ValueError(f"chunking title_field must be a string or None, not {config.title_field!r}")
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One passage of a document: its number, span in the document, the text stored (the span) and
+    the text encoded and tokenized (the span with the title in front)."""
+
+    chunk: int
+    start: int
+    end: int
+    text: str
+    encoded: str
+
+
+def with_title(title: str | None, text: str) -> str:
+    """The text as encoded: the title in front, unless the text already begins with it."""
+    if not title or text.lstrip().startswith(title):
+        return text
+    return f"{title}\n{text}"
+
+
+def document_hash(text: str, title: str | None) -> str:
+    """What tells a changed document: its text and the title its passages carry."""
+    return text_hash(with_title(title, text))
+
+
+def late_key(document: str, passage: Passage) -> str:
+    """The embedding-cache key of a late-chunked passage: its vector depends on the whole document
+    (`document`, its hash) and on where the passage lies in it, not on its text alone."""
+    return text_hash(f"late:{document}:{passage.start}:{passage.end}")
+
+
+def title_of(metadata: Mapping[str, Any] | None, config: ChunkingConfig) -> str | None:
+    """The document's title from its metadata, when the configuration names a title field."""
+    if config.title_field is None or not metadata:
+        return None
+    value = metadata.get(config.title_field)
+    return value.strip() or None if isinstance(value, str) else None
+
+
+class PassagePlanner:
+    """Splits documents into passages that fit an encoder's window (and the configured budget).
+    The encoder must expose its `tokenizer` and `max_seq_length`, as sentence-transformers models and
+    munjang's encoders do."""
+
+    def __init__(self, encoder: Any, config: ChunkingConfig, prompt: str = "") -> None:
+        from .chunking import Chunker, token_counter
+
+        if config.late:
+            from .late_chunking import check_late_chunking
+
+            check_late_chunking(encoder)
+        self.encoder = encoder
+        self.config = config
+        self.count = token_counter(encoder.tokenizer)
+        window = int(encoder.max_seq_length) - SPECIAL_TOKENS
+        if prompt:
+            window -= self.count([prompt])[0]
+        self.window = window
+        self.budget = min(window, config.max_tokens or window)
+        self._chunker = Chunker
+        if self.budget < 8:
+            raise ValueError(f"the model's window leaves {self.budget} tokens per passage")
+
+    def plan(self, texts: Sequence[str], titles: Sequence[str | None]) -> list[list[Passage]]:
+        """The passages of each document, in order; a document that fits is one passage."""
+        encoded = [with_title(t, x) for x, t in zip(texts, titles, strict=True)]
+        sizes = self.count(encoded)
+        out: list[list[Passage]] = []
+        for text, title, whole, size in zip(texts, titles, encoded, sizes, strict=True):
+            if size <= self.budget or not self.config.enabled:
+                out.append([Passage(0, 0, len(text), text, whole)])
+                continue
+            room = self.budget - (self.count([f"{title}\n"])[0] if title else 0)
+            chunker = self._chunker(self.count, max(room, 8), min(self.config.overlap_tokens, room // 2))
+            chunks = chunker.split(text)
+            out.append([Passage(c.index, c.start, c.end, c.text, with_title(title, c.text)) for c in chunks])
+        return out
+
+    def late_vectors(
+        self,
+        text: str,
+        title: str | None,
+        passages: Sequence[Passage],
+        prompt_name: str | None,
+        batch_size: int,
+    ) -> Any:
+        """Late-chunked vectors of one document's passages (title read in front of each window)."""
+        from .late_chunking import late_vectors
+
+        prefix = f"{title}\n" if title else ""
+        budget = self.window - (self.count([prefix])[0] if prefix else 0)
+        return late_vectors(self.encoder, text, passages, self.count, budget, prefix, prompt_name, batch_size)

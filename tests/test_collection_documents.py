@@ -1,0 +1,221 @@
+"""Documents longer than a passage: split into passages, searched as documents, deleted and replaced
+whole, and collections written before passages existed upgraded in place. Both backends."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collection_backends import Backend
+from munjang.search.collection import Collection
+from munjang.search.passages import ChunkingConfig
+
+SENTENCES = [
+    "서울은 대한민국의 수도이며 인구가 가장 많은 도시이다.",
+    "한강이 도시의 가운데를 가로질러 흐른다.",
+    "부산은 남쪽 바다에 있는 항구 도시로 해운대 해수욕장이 유명하다.",
+    "고양이는 하루의 대부분을 잠으로 보낸다.",
+    "주식 시장은 금리 발표 뒤에 크게 흔들렸다.",
+    "The guitarist played a long solo on the festival stage.",
+    "기차는 아침 일곱 시에 서울역을 출발한다.",
+    "제주도는 화산섬으로 한라산이 섬의 중심에 있다.",
+]
+LONG = " ".join(SENTENCES * 3)  # well over a 32-token passage
+SHORT = "강아지가 공을 쫓는다."
+SMALL = {"max_tokens": 32, "overlap_tokens": 0}
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "embedded":
+        return Backend("embedded", tmp_path)
+    return Backend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
+
+
+def _passages(col: Collection, doc_id: str) -> list:
+    labels = col.store.labels_matching(*col_filter(col, {}))
+    docs = col.store.documents(labels.tolist())
+    return sorted((d for d in docs.values() if d.id == doc_id), key=lambda d: d.chunk)
+
+
+def col_filter(col: Collection, spec: dict) -> tuple[str, list]:
+    from munjang.search.filters import compile_filter
+
+    return compile_filter(spec or None, dialect=col.store.dialect)
+
+
+def test_a_long_document_becomes_passages_that_tile_it_and_search_returns_the_document_once(
+    backend: Backend, encoder
+) -> None:
+    with backend.create("docs", encoder=encoder, chunking=SMALL) as col:
+        col.add(["long", "short"], [LONG, SHORT], [{"kind": "long"}, {"kind": "short"}])
+        assert len(col) == 2 and list(col.ids()) == ["long", "short"]
+        info = col.info()
+        parts = _passages(col, "long")
+        assert info["passages"] == len(parts) + len(_passages(col, "short")) and len(parts) > 3
+        # Passages tile the document exactly: every character is in one, in order.
+        assert parts[0].start == 0 and parts[-1].end == len(LONG)
+        for a, b in itertools.pairwise(parts):
+            assert a.end == b.start
+        assert all(p.text == LONG[p.start : p.end] for p in parts)
+        count = col._planner.count  # type: ignore[union-attr]
+        assert max(count([p.text for p in parts])) <= 32
+        # get() gives the whole document back, not a passage.
+        assert col.get(["long"])[0].text == LONG  # type: ignore[union-attr]
+        hits = col.search("제주도 한라산 화산섬", k=5, mode="hybrid")
+        assert [h.id for h in hits].count("long") == 1
+        top = next(h for h in hits if h.id == "long")
+        assert top.text == LONG[top.start : top.end] and "한라산" in top.text
+        assert top.metadata == {"kind": "long"}
+        passages = col.search("제주도 한라산 화산섬", k=50, mode="lexical", unit="passage")
+        assert len([h for h in passages if h.id == "long"]) > 1
+        summed = col.search("서울", k=2, mode="lexical", aggregate="sum")
+        assert summed[0].id == "long" and summed[0].score > col.search("서울", k=1, mode="lexical")[0].score
+        terms = col.matched_terms("한라산 고양이", [top])[0]
+        assert set(terms) <= {"한라산", "고양이"} and terms
+
+
+def test_delete_and_upsert_act_on_whole_documents(backend: Backend, encoder) -> None:
+    with backend.create("docs", encoder=encoder, chunking=SMALL) as col:
+        col.add(["long", "short"], [LONG, SHORT])
+        before = col.info()["passages"]
+        assert col.upsert(["long"], [" ".join(SENTENCES[:4])]).updated == 1
+        after = col.info()["passages"]
+        assert 1 < after < before and len(col) == 2
+        assert col.get(["long"])[0].text == " ".join(SENTENCES[:4])  # type: ignore[union-attr]
+        assert all("제주도" not in h.text for h in col.search("제주도 한라산", k=5, mode="lexical"))
+        assert col.delete(["long"]) == 1
+        assert len(col) == 1 and col.info()["passages"] == len(_passages(col, "short"))
+        assert col.check() == []
+        assert [h.id for h in col.search("서울 한강", k=5, mode="hybrid")] == ["short"]
+        # Metadata alone changes in place on every passage, and filters see it.
+        col.add(["long"], [LONG], [{"n": 1}])
+        col.upsert(["long"], [LONG], [{"n": 2}])
+        hits = col.search("제주도", k=5, mode="lexical", filter={"n": 2})
+        assert [h.id for h in hits] == ["long"]
+        assert col.search("제주도", k=5, mode="lexical", filter={"n": 1}) == []
+
+
+def test_the_title_is_carried_into_every_passage(backend: Backend, encoder) -> None:
+    with backend.create("docs", encoder=encoder, chunking=SMALL) as col:
+        col.add(["long"], [LONG], [{"title": "여행 안내서"}])
+        parts = _passages(col, "long")
+        tokens = col.store.tokens_of([p.label for p in parts])
+        assert all("여행" in tokens[p.label] for p in parts)
+        # A changed title is a changed document: its passages are encoded again.
+        assert col.upsert(["long"], [LONG], [{"title": "관광 책자"}]).encoded > 0
+
+
+def test_without_options_only_documents_over_the_window_are_split(tmp_path: Path, e5_path: Path) -> None:
+    col = Collection.create(tmp_path / "e5", str(e5_path))
+    assert col.chunking == ChunkingConfig()
+    page = " ".join(SENTENCES * 20)  # about 1,600 tokens: three windows of e5-small
+    col.add(["page", "line"], [page, SHORT])
+    parts = _passages(col, "page")
+    assert len(parts) >= 3 and len(_passages(col, "line")) == 1
+    # The end of the page is searchable: its last passage is what a dense search for it finds.
+    tail = page[parts[-1].start :]
+    hit = col.search(tail[-200:], k=1, mode="dense")[0]
+    assert hit.id == "page" and hit.chunk == parts[-1].chunk
+    col.close()
+
+
+def test_bad_chunking_settings_are_refused(tmp_path: Path, encoder) -> None:
+    for bad in ({"max_tokens": 4}, {"overlap_tokens": -1}, {"size": 3}, {"max_tokens": True}):
+        with pytest.raises(ValueError, match="chunking"):
+            Collection.create(tmp_path / "bad", encoder=encoder, chunking=bad)
+    assert not (tmp_path / "bad").exists()
+
+
+V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents (label INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+    text TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}', text_hash TEXT NOT NULL,
+    tokens TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE embeddings (model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)) WITHOUT ROWID;
+CREATE TABLE deletions (seq INTEGER PRIMARY KEY AUTOINCREMENT, label INTEGER NOT NULL);
+"""
+
+
+def test_a_version_1_collection_is_upgraded_in_place_with_its_labels(tmp_path: Path, encoder) -> None:
+    # Build the collection with this munjang, then rewrite its database as version 1 stored it.
+    folder = tmp_path / "old"
+    with Collection.create(folder, encoder=encoder) as col:
+        col.add(["a", "b", "c"], ["서울의 지하철", "부산의 바다", "고양이의 잠"])
+        col.delete(["c"])
+        config = col.config
+    db = folder / "collection.db"
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT label, id, text, metadata, text_hash, tokens FROM documents").fetchall()
+    vectors = conn.execute("SELECT model, text_hash, vector FROM embeddings").fetchall()
+    conn.close()
+    db.unlink()
+    conn = sqlite3.connect(db)
+    conn.executescript(V1_SCHEMA)
+    meta = {**{k: v for k, v in config.items() if k != "chunking"}, "schema_version": 1}
+    conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+    conn.executemany("INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT INTO embeddings VALUES (?, ?, ?)", vectors)
+    conn.execute("INSERT INTO deletions (label) VALUES (3)")
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = 'documents'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(Exception, match="without read-only to upgrade"):
+        Collection.open(folder, encoder=encoder, readonly=True)
+    with Collection.open(folder, encoder=encoder) as col:
+        assert col.config["schema_version"] == 2 and len(col) == 2 and col.check() == []
+        assert col.search("바다", k=1, mode="lexical")[0].id == "b"
+        col.add(["d"], [LONG])
+        assert col.get(["d"])[0].label == 4  # type: ignore[union-attr]  # label 3 is never reused
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        reader.dense.sync(reader.store)
+        labels = np.sort(reader.dense.index.ids())
+    assert labels[:2].tolist() == [1, 2] and 3 not in labels and labels[2] == 4
+
+
+def test_late_chunking_pools_each_passage_from_a_pass_over_its_window(tmp_path: Path, e5_path: Path) -> None:
+    from munjang import load_encoder
+
+    e5 = load_encoder(str(e5_path))
+    late = Collection.create(tmp_path / "late", str(e5_path), encoder=e5, chunking={**SMALL, "late": True})
+    plain = Collection.create(tmp_path / "plain", str(e5_path), encoder=e5, chunking=SMALL)
+    for col in (late, plain):
+        col.add(["long", "short"], [LONG, SHORT])
+    parts = _passages(late, "long")
+    assert [(p.start, p.end) for p in parts] == [(p.start, p.end) for p in _passages(plain, "long")]
+    labels = np.array([p.label for p in parts])
+    a = late.store.vectors_of(late.config["model"], late.config["dim"], labels)
+    b = plain.store.vectors_of(plain.config["model"], plain.config["dim"], labels)
+    cosines = (a * b).sum(axis=1)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    # Each late vector has read its neighbours: near its passage's own vector, never equal to it.
+    assert (cosines > 0.75).all() and (cosines < 0.99).all()
+    # A document that fits one passage is encoded on its own either way.
+    short = [p.label for p in _passages(late, "short")]
+    np.testing.assert_allclose(
+        late.store.vectors_of(late.config["model"], late.config["dim"], np.array(short)),
+        plain.store.vectors_of(plain.config["model"], plain.config["dim"], np.array(short)),
+        atol=1e-6,
+    )
+    assert late.search("제주도 한라산", k=1, mode="dense")[0].id == "long"
+    # Re-adding costs nothing: late vectors are cached under the document and the passage's span.
+    assert late.upsert(["long"], [LONG]).encoded == 0
+    late.close()
+    plain.close()
+
+
+def test_late_chunking_refuses_a_model_that_does_not_mean_pool(tmp_path: Path) -> None:
+    from munjang import load_encoder
+
+    cls_model = load_encoder(pooling="cls")
+    col = Collection.create(tmp_path / "cls", encoder=cls_model, chunking={**SMALL, "late": True})
+    with pytest.raises(ValueError, match="late chunking needs a model that mean-pools"):
+        col.add(["long"], [LONG])
+    assert len(col) == 0
+    col.close()
