@@ -9,12 +9,18 @@ and search latency per question.
     python bench/autorag.py                         # every chunking setting, no rerank
     python bench/autorag.py --chunking window,256 --cross-encoder runs/ce-relevance-e5/final
 
+Collections are kept in --cache (default: a folder in the temp dir) and reused by later runs with the
+same settings; --rebuild builds them again.
+
 Only the page text goes into the collection (no file names or titles), as in the published runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -83,44 +89,59 @@ def run_method(
     }
 
 
+def build(
+    cache: Path, name: str, pages: dict[str, str], encoder: Any, rebuild: bool
+) -> tuple[Collection, float | None]:
+    """The collection for one chunking setting: from the cache, or built (and its build time)."""
+    key = hashlib.sha256(json.dumps([MODEL, CHUNKINGS[name], munjang.__version__]).encode()).hexdigest()
+    folder = cache / f"{name}-{key[:12]}"
+    if folder.exists() and not rebuild:
+        return Collection.open(folder, encoder=encoder), None
+    shutil.rmtree(folder, ignore_errors=True)
+    start = time.perf_counter()
+    col = Collection.create(folder, MODEL, encoder=encoder, chunking=CHUNKINGS[name])
+    col.add(list(pages), list(pages.values()), show_progress_bar=True, batch_size=16, commit_every=100)
+    return col, round(time.perf_counter() - start, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunking", default=",".join(CHUNKINGS), help="settings to run (comma-separated)")
     parser.add_argument("--cross-encoder", default=None, help="cross-encoder folder for the rerank rows")
     parser.add_argument("--rerank-k", type=int, default=20)
+    parser.add_argument("--methods", default="bm25,dense,hybrid", help="retrievers to run (comma-separated)")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
+    parser.add_argument("--rebuild", action="store_true", help="build the collections again")
     args = parser.parse_args(argv)
     env = print_environment()
     pages, questions, relevant = load_autorag()
     print(f"AutoRAG-ko: {len(pages)} pages, {len(questions)} questions", flush=True)
     encoder = munjang.load_encoder(MODEL)
-    methods: dict[str, dict[str, Any]] = {
+    known: dict[str, dict[str, Any]] = {
         "bm25": {"mode": "lexical"},
         "dense": {"mode": "dense"},
         "hybrid": {"mode": "hybrid"},
+        "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
     }
+    methods = {name: known[name] for name in args.methods.split(",")}
     if args.cross_encoder:
         reranker = munjang.load_cross_encoder(args.cross_encoder)
         methods["hybrid+rerank"] = {"mode": "hybrid", "rerank": reranker, "rerank_k": args.rerank_k}
     results: dict[str, Any] = {}
     for name in args.chunking.split(","):
-        with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
-            col = Collection.create(Path(tmp) / "autorag", MODEL, encoder=encoder, chunking=CHUNKINGS[name])
-            col.add(list(pages), list(pages.values()), show_progress_bar=True, batch_size=16)
-            build_s = time.perf_counter() - start
-            info = col.info()
-            row: dict[str, Any] = {"passages": info["passages"], "build_s": round(build_s, 1)}
-            for method, search in methods.items():
-                row[method] = run_method(col, questions, relevant, **search)
-                m = row[method]
-                print(
-                    f"{name:>9} {method:<14} R@1 {m['recall@1']:.3f} R@3 {m['recall@3']:.3f} "
-                    f"R@5 {m['recall@5']:.3f} R@10 {m['recall@10']:.3f} nDCG@10 {m['ndcg@10']:.3f} "
-                    f"p50 {m['latency_ms_p50']} ms",
-                    flush=True,
-                )
-            col.close()
-            results[name] = row
+        col, build_s = build(args.cache, name, pages, encoder, args.rebuild)
+        row: dict[str, Any] = {"passages": col.info()["passages"], "build_s": build_s}
+        for method, search in methods.items():
+            row[method] = run_method(col, questions, relevant, **search)
+            m = row[method]
+            print(
+                f"{name:>9} {method:<14} R@1 {m['recall@1']:.3f} R@3 {m['recall@3']:.3f} "
+                f"R@5 {m['recall@5']:.3f} R@10 {m['recall@10']:.3f} nDCG@10 {m['ndcg@10']:.3f} "
+                f"p50 {m['latency_ms_p50']} ms",
+                flush=True,
+            )
+        col.close()
+        results[name] = row
     path = write_result(
         "autorag",
         {"model": MODEL, "cross_encoder": args.cross_encoder, "rerank_k": args.rerank_k, "results": results},

@@ -176,3 +176,39 @@ def test_map_projects_the_stored_vectors_with_pca(served, encoder):
         assert umap.json()["method"] == "umap"
     else:
         assert umap.status_code == 400 and "umap-learn" in umap.json()["error"]["message"]
+
+
+def test_long_documents_are_searched_as_documents_showing_the_matched_passage(encoder, tmp_path):
+    settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+    page = " ".join(
+        [
+            "서울은 대한민국의 수도이며 인구가 가장 많은 도시이다.",
+            "부산은 남쪽 바다에 있는 항구 도시로 해운대 해수욕장이 유명하다.",
+            "제주도는 화산섬으로 한라산이 섬의 중심에 있다.",
+        ]
+        * 4
+    )
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
+        created = client.post("/v1/collections", json={"name": "pages", "chunk_tokens": 32}, headers=KEY)
+        assert created.status_code == 201, created.text
+        assert created.json()["chunking"]["max_tokens"] == 32
+        docs = [{"id": "page", "text": page}, {"id": "line", "text": "강아지가 공을 쫓는다."}]
+        client.post("/v1/collections/pages/documents", json={"documents": docs}, headers=KEY)
+        info = client.get("/v1/collections/pages", headers=KEY).json()
+        assert info["documents"] == 2 and info["passages"] > 3
+        hits = client.post(
+            "/v1/collections/pages/search", json={"query": "한라산 화산섬", "top_k": 5}, headers=KEY
+        ).json()["data"]
+        assert [h["id"] for h in hits].count("page") == 1
+        top = next(h for h in hits if h["id"] == "page")
+        span = top["passage"]
+        assert span["partial"] and page[span["start"] : span["end"]] == top["text"]
+        assert "한라산" in top["text"] and "한라산" in top["matched_terms"]
+        passages = client.post(
+            "/v1/collections/pages/search",
+            json={"query": "한라산 화산섬", "top_k": 10, "unit": "passage", "mode": "lexical"},
+            headers=KEY,
+        ).json()["data"]
+        assert len([h for h in passages if h["id"] == "page"]) > 1
+        bad = client.post("/v1/collections", json={"name": "x", "chunk_tokens": 3}, headers=KEY)
+        assert bad.status_code == 422 and "chunk_tokens" in bad.json()["error"]["message"]

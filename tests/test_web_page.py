@@ -149,3 +149,35 @@ def test_page_reports_api_errors_in_words(browser, page_url):
     status = driver.find_element(By.ID, "similarity-status")
     assert "at least two sentences" in status.text
     assert "error" in status.get_attribute("class")
+
+
+def test_a_long_document_shows_its_matched_passage(browser, e5_path, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from munjang import Collection, load_encoder
+
+    encoder = load_encoder(str(e5_path))
+    sentences = ["서울에는 한강이 흐른다.", "제주도에는 한라산이 있다.", "부산에는 해운대가 있다."] * 6
+    page = " ".join(sentences)
+    col = Collection.create(tmp_path / "pages", str(e5_path), encoder=encoder, chunking={"max_tokens": 24})
+    col.add(["guide"], [page], [{"title": "여행 안내"}])
+    col.close()
+    settings = ServerSettings(
+        models={"multilingual-e5-small": encoder}, collection_paths={"pages": tmp_path / "pages"}
+    )
+    with live_server(create_app(settings)) as url:
+        browser.get(url + "/")
+        wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+        box = browser.find_element(By.ID, "query")
+        box.send_keys("한라산")
+        box.send_keys(Keys.ENTER)
+        wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results li")) > 0)
+        hits = browser.find_elements(By.CSS_SELECTOR, "#results li")
+        assert len(hits) == 1  # one document, however many of its passages matched
+        text = hits[0].find_element(By.CLASS_NAME, "result-text").text
+        where = hits[0].find_element(By.CLASS_NAME, "passage").text
+        assert "한라산" in text and len(text) < len(page)
+        start, end = (int(x) for x in where.rsplit(" ", 1)[1].split("–"))
+        assert where.startswith("passage ") and page[start:end].strip() == text
+        assert severe_console_messages(browser) == []

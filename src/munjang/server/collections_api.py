@@ -109,6 +109,10 @@ class CreateRequest(BaseModel):
     name: StrictStr
     model: StrictStr | None = Field(default=None, description="A served model (default: the first).")
     index: Literal["exact", "hnsw"] = "exact"
+    chunk_tokens: StrictInt | None = Field(
+        default=None, ge=16, le=8192, description="Passage budget in tokens (default: the model's window)."
+    )
+    late_chunking: StrictBool = False
 
 
 class DocumentIn(BaseModel):
@@ -240,14 +244,22 @@ def add_collection_routes(
             raise APIError(404, f"model {model_name!r} is not served here", "model")
         source = encoder.model_folder or model_name
         db = settings.collections_db
+        chunking = {"max_tokens": parsed.chunk_tokens, "late": parsed.late_chunking}
 
         def create() -> Collection:
             if db is not None:
                 return Collection.create(
-                    parsed.name, str(source), backend=db, encoder=encoder, index=parsed.index
+                    parsed.name,
+                    str(source),
+                    backend=db,
+                    encoder=encoder,
+                    index=parsed.index,
+                    chunking=chunking,
                 )
             folder = Path(cast(Path, settings.collections_dir)) / parsed.name
-            return Collection.create(folder, str(source), encoder=encoder, index=parsed.index)
+            return Collection.create(
+                folder, str(source), encoder=encoder, index=parsed.index, chunking=chunking
+            )
 
         try:
             where = (
