@@ -8,7 +8,9 @@
    resident memory (its process and the model processes) after each round: flat means nothing piles up.
 2. Search during an add: idle search latency (median of 10), then `--docs` documents added through
    POST /v1/collections/bench/documents (2,000 per request, one after another) while a search runs
-   every 0.25 s; reported: their latencies and the ratio of the median and the worst to idle.
+   every 0.25 s, then idle latency again on the grown collection; reported: their latencies and the
+   ratio of the median and the worst to idle (before the add, and after it: the same search over
+   the collection at its final size, an upper bound on its normal time during the add).
 
     python bench/server_overload.py              # writes bench/results/server_overload.json
 """
@@ -101,7 +103,13 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
             during.append(time.perf_counter() - started)
             time.sleep(0.25)
         thread.join()
+        after = []
+        for _ in range(10):
+            started = time.perf_counter()
+            client.post("/v1/collections/bench/search", json=search).raise_for_status()
+            after.append(time.perf_counter() - started)
     idle_s = statistics.median(idle)
+    after_s = statistics.median(after)
     return {
         "documents": docs,
         "add_seconds": round(added["seconds"], 1),
@@ -111,6 +119,9 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
         "during_max_ms": round(max(during) * 1000, 1),
         "p50_ratio_to_idle": round(statistics.median(during) / idle_s, 2),
         "max_ratio_to_idle": round(max(during) / idle_s, 2),
+        "idle_after_add_ms": round(after_s * 1000, 1),
+        "p50_ratio_to_idle_after_add": round(statistics.median(during) / after_s, 2),
+        "max_ratio_to_idle_after_add": round(max(during) / after_s, 2),
     }
 
 

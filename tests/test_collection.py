@@ -15,6 +15,7 @@ from collection_backends import Backend
 from munjang import load_cross_encoder
 from munjang.search.collection import Collection
 from munjang.search.exact import top_k_exact
+from munjang.search.hybrid import normalize_scores
 from munjang.search.store import CollectionError
 from training_helpers import tiny_bert
 
@@ -143,8 +144,16 @@ def test_hybrid_fuses_both_lists_per_query_settings(col: Collection) -> None:
     assert rrf[0].scores["fused"] == pytest.approx(1 / 61 + 1 / 61)
     dense_only = col.search("stock market", k=6, mode="hybrid", fusion="weighted", weights=[1.0, 0.0])
     assert [h.id for h in dense_only] == [h.id for h in col.search("stock market", k=6)]
+    # The default: each list's scores z-scored, then added with equal weights.
     default = col.search("stock market", k=6, mode="hybrid")
-    assert default[0].scores["fused"] == pytest.approx(0.8 * 1.0 + 0.2 * 1.0)
+    dense = {h.id: h.score for h in col.search("stock market", k=100, mode="dense")}
+    lexical = {h.id: h.score for h in col.search("stock market", k=100, mode="lexical")}
+    z_dense = dict(zip(dense, normalize_scores(list(dense.values()), "zscore"), strict=True))
+    z_lexical = dict(zip(lexical, normalize_scores(list(lexical.values()), "zscore"), strict=True))
+    for hit in default:
+        want = 0.5 * z_dense[hit.id] + 0.5 * z_lexical.get(hit.id, min(z_lexical.values()))
+        assert hit.scores["fused"] == pytest.approx(want)
+    assert default[0].id == "en-2"
     with pytest.raises(ValueError, match="unknown fusion"):
         col.search("x", mode="hybrid", fusion="max")
     with pytest.raises(ValueError, match="unknown mode"):

@@ -27,9 +27,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ class Collection(CollectionSearch):
         device: str | None = None,
         readonly: bool = False,
         lock_timeout: float = 60.0,
+        background_refresh: bool = False,
     ) -> None:
         self.folder = folder
         self.store = store
@@ -109,7 +111,9 @@ class Collection(CollectionSearch):
                 self.config["hnsw"],
             )
             self.dense.load(folder)
-        self.lexical = LexicalIndex(self.config["lexical"])
+        self.lexical = LexicalIndex(
+            self.config["lexical"], self._store_opener() if background_refresh else None
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod
@@ -207,18 +211,27 @@ class Collection(CollectionSearch):
         device: str | None = None,
         readonly: bool = False,
         lock_timeout: float = 60.0,
+        background_refresh: bool = False,
     ) -> Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
-        database). The model loads on first need; `readonly` never writes."""
+        database). The model loads on first need; `readonly` never writes. `background_refresh`
+        rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
+        (for readers beside a long write, such as the server's)."""
+        make = partial(
+            cls,
+            encoder=encoder,
+            device=device,
+            readonly=readonly,
+            lock_timeout=lock_timeout,
+            background_refresh=background_refresh,
+        )
         if backend is not None:
             from .postgres_store import PostgresStore
 
             pg = PostgresStore(_postgres_url(backend), str(folder), readonly=readonly)
             try:
                 pg.check_schema()
-                return cls(
-                    None, pg, encoder=encoder, device=device, readonly=readonly, lock_timeout=lock_timeout
-                )
+                return make(None, pg)
             except BaseException:
                 pg.close()
                 raise
@@ -227,12 +240,20 @@ class Collection(CollectionSearch):
             raise CollectionError(f"{path}: no such collection folder")
         store = DocumentStore(path / DB_NAME, readonly=readonly)
         try:
-            return cls(
-                path, store, encoder=encoder, device=device, readonly=readonly, lock_timeout=lock_timeout
-            )
+            return make(path, store)
         except BaseException:
             store.close()
             raise
+
+    def _store_opener(self) -> Callable[[], Any]:
+        """Opens another read-only connection to this collection's store (for background work)."""
+        if self.folder is None:
+            from .postgres_store import PostgresStore
+
+            url, name = self.store.url, self.store.name
+            return lambda: PostgresStore(url, name, readonly=True)
+        path = self.folder / DB_NAME
+        return lambda: DocumentStore(path, readonly=True)
 
     def close(self) -> None:
         """Save the HNSW graph if it moved on (writers only) and close the database."""
@@ -563,7 +584,7 @@ class Collection(CollectionSearch):
         indexes that disagree with the documents after catching up."""
         problems = self.store.integrity_problems(self.config["model"])
         self.dense.sync(self.store)
-        self.lexical.sync(self.store)
+        self.lexical.sync(self.store, wait=True)
         with self.store.snapshot():
             labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
         dense_ids = np.sort(self.dense.index.ids())

@@ -161,7 +161,7 @@ class CollectionSearch:
         self, queries: list[str], k: int, allowed: np.ndarray | None
     ) -> list[list[tuple[int, float]]]:
         self.lexical.sync(self.store)
-        bm25, labels = self.lexical.bm25, self.lexical.labels
+        bm25, labels = self.lexical.current()
         if len(labels) == 0:
             return [[] for _ in queries]
         tokenizer = self._tokenizer()

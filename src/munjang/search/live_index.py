@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -175,18 +177,38 @@ class DenseIndex:
 
 class LexicalIndex:
     """BM25 over the stored tokens; rebuilt from the store when it changed (bm25s has no
-    incremental add). The tokens are stored per document, so a rebuild never re-tokenizes."""
+    incremental add). The tokens are stored per document, so a rebuild never re-tokenizes.
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    With `reopen` (a function that opens another connection to the same store), a rebuild after
+    the first runs on a background thread while searches go on with the index as it was: a reader
+    beside a long write answers in its normal time and sees the new documents a rebuild later.
+    Deleted documents it still holds are dropped when hits are read from the store."""
+
+    def __init__(self, config: dict[str, Any], reopen: Callable[[], Any] | None = None) -> None:
         self.config = config
         self.bm25: Any = None
         self.labels = np.zeros(0, dtype=np.int64)
         self.watermark: Watermark | None = None
+        self._reopen = reopen
+        self._lock = threading.Lock()
+        self._rebuilding: threading.Thread | None = None
 
-    def sync(self, store: DocumentStore) -> bool:
+    def sync(self, store: Any, wait: bool = False) -> bool:
+        """Catch up with the store; True when the index changed. In the background mode a stale
+        index is kept and a rebuild started, unless `wait` asks for the current state."""
         now = store.watermark()
         if self.watermark == now and self.bm25 is not None:
             return False
+        if self._reopen is None or self.bm25 is None or wait:
+            self._install(*self._build(store))
+            return True
+        with self._lock:
+            if self._rebuilding is None or not self._rebuilding.is_alive():
+                self._rebuilding = threading.Thread(target=self._rebuild, name="munjang-bm25", daemon=True)
+                self._rebuilding.start()
+        return False
+
+    def _build(self, store: Any) -> tuple[Any, np.ndarray, Watermark]:
         from .lexical import BM25Index
 
         with store.snapshot():
@@ -195,5 +217,23 @@ class LexicalIndex:
         bm25 = BM25Index(**self.config)
         if tokens:
             bm25.index_tokens(tokens)
-        self.bm25, self.labels, self.watermark = bm25, labels, now
-        return True
+        return bm25, labels, now
+
+    def _install(self, bm25: Any, labels: np.ndarray, watermark: Watermark) -> None:
+        with self._lock:
+            old = self.watermark
+            if old is None or (watermark.label, watermark.deletion) >= (old.label, old.deletion):
+                self.bm25, self.labels, self.watermark = bm25, labels, watermark
+
+    def current(self) -> tuple[Any, np.ndarray]:
+        """The BM25 index and the labels of its rows, read together (a rebuild may swap them)."""
+        with self._lock:
+            return self.bm25, self.labels
+
+    def _rebuild(self) -> None:
+        assert self._reopen is not None
+        store = self._reopen()
+        try:
+            self._install(*self._build(store))
+        finally:
+            store.close()

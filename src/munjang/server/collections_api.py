@@ -197,7 +197,9 @@ def _opener(path: Path | str, backend: str | None = None) -> Callable[[], Collec
 
 def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Collection], Collection]:
     """Opens a read-only twin of a served collection, sharing its encoder."""
-    return lambda writer: Collection.open(path, backend=backend, encoder=writer.encoder, readonly=True)
+    return lambda writer: Collection.open(
+        path, backend=backend, encoder=writer.encoder, readonly=True, background_refresh=True
+    )
 
 
 def add_collection_routes(

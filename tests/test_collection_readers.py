@@ -1,0 +1,43 @@
+"""A reader beside a writer: with `background_refresh`, BM25 is rebuilt on a thread after each change
+while searches go on with the previous index, so a read never waits for a rebuild."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from munjang.search import lexical
+from munjang.search.collection import Collection
+
+
+@pytest.mark.parametrize("kind", ["embedded", "postgres"])
+def test_a_search_never_waits_for_the_bm25_rebuild(kind, encoder, tmp_path: Path, request, monkeypatch):
+    backend = request.getfixturevalue("postgres_url") if kind == "postgres" else None
+    where = f"readers_{kind}" if backend else tmp_path / "readers"
+    writer = Collection.create(where, backend=backend, encoder=encoder, tokenizer="word")
+    writer.add(["a"], ["apples and pears"])
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True, background_refresh=True)
+    assert [h.id for h in reader.search("apples", mode="lexical")] == ["a"]  # first build: in line
+
+    release, started = threading.Event(), threading.Event()
+    build = lexical.BM25Index.index_tokens
+
+    def held_build(self, tokens):
+        started.set()
+        assert release.wait(30), "the test never released the rebuild"
+        return build(self, tokens)
+
+    monkeypatch.setattr(lexical.BM25Index, "index_tokens", held_build)
+    writer.add(["b"], ["bananas and apples"])
+    writer.delete(["a"])
+    # The rebuild is held, yet the search answers, from the index as it was: "a" is gone from the
+    # store, so it is dropped; "b" is not indexed yet.
+    assert reader.search("apples", mode="lexical") == []
+    assert started.wait(30)
+    release.set()
+    reader.lexical._rebuilding.join(30)  # type: ignore[union-attr]
+    assert [h.id for h in reader.search("apples", mode="lexical")] == ["b"]
+    reader.close()
+    writer.close()
