@@ -46,7 +46,8 @@ class ServedCollection:
     opened on the same storage with the same encoder, on a thread of its own. SQLite's WAL (and
     PostgreSQL's MVCC) let the twin see each chunk the writer commits, so a long add never holds a
     search up. The twin is opened on the first read that meets a write and kept (it holds its own
-    copy of the dense index)."""
+    copy of the dense index), and rebuilds BM25 in the background. After a write, the writer brings
+    its own BM25 up to date (if it has one) before reads come back to it, so no read pays for it."""
 
     def __init__(
         self,
@@ -69,9 +70,16 @@ class ServedCollection:
         """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
         self.writing += 1
         try:
-            return await self._run(self._writes, fn, *args, **kwargs)
+            result = await self._run(self._writes, fn, *args, **kwargs)
+            await self._run(self._writes, self._catch_up)
+            return result
         finally:
             self.writing -= 1
+
+    def _catch_up(self) -> None:
+        lexical = self.collection.lexical
+        if lexical.bm25 is not None:
+            lexical.sync(self.collection.store)
 
     async def read(self, fn: Callable[[Collection], Any]) -> Any:
         """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
