@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .chunking import Chunker, token_counter
 from .store import text_hash
 
 CHUNKING_DEFAULTS: dict[str, Any] = {
@@ -125,8 +126,6 @@ class PassagePlanner:
     munjang's encoders do."""
 
     def __init__(self, encoder: Any, config: ChunkingConfig, prompt: str = "") -> None:
-        from .chunking import Chunker, token_counter
-
         if config.late:
             from .late_chunking import check_late_chunking
 
@@ -139,21 +138,22 @@ class PassagePlanner:
             window -= self.count([prompt])[0]
         self.window = window
         self.budget = min(window, config.max_tokens or window)
-        self._chunker = Chunker
         if self.budget < 8:
             raise ValueError(f"the model's window leaves {self.budget} tokens per passage")
 
     def plan(self, texts: Sequence[str], titles: Sequence[str | None]) -> list[list[Passage]]:
         """The passages of each document, in order; a document that fits is one passage."""
         encoded = [with_title(t, x) for x, t in zip(texts, titles, strict=True)]
+        if not self.config.enabled:
+            return [[Passage(0, 0, len(x), x, whole)] for x, whole in zip(texts, encoded, strict=True)]
         sizes = self.count(encoded)
         out: list[list[Passage]] = []
         for text, title, whole, size in zip(texts, titles, encoded, sizes, strict=True):
-            if size <= self.budget or not self.config.enabled:
+            if size <= self.budget:
                 out.append([Passage(0, 0, len(text), text, whole)])
                 continue
-            room = self.budget - (self.count([f"{title}\n"])[0] if title else 0)
-            chunker = self._chunker(self.count, max(room, 8), min(self.config.overlap_tokens, room // 2))
+            room = max(self.budget - (self.count([f"{title}\n"])[0] if title else 0), 8)
+            chunker = Chunker(self.count, room, min(self.config.overlap_tokens, room // 2))
             chunks = chunker.split(text)
             out.append([Passage(c.index, c.start, c.end, c.text, with_title(title, c.text)) for c in chunks])
         return out
