@@ -7,7 +7,8 @@ k: comparable with the published table in ../shared/data/autorag-ko/README.md), 
 and search latency per question.
 
     python bench/autorag.py                         # every chunking setting, no rerank
-    python bench/autorag.py --chunking window,256 --cross-encoder runs/ce-relevance-e5/final
+    python bench/autorag.py --chunking window --methods hybrid --cross-encoder runs/ce-korsts-e5/best \
+        --name autorag_rerank
 
 Collections are kept in --cache (default: a folder in the temp dir) and reused by later runs with the
 same settings; --rebuild builds them again.
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default="bm25,dense,hybrid", help="retrievers to run (comma-separated)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
+    parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
     args = parser.parse_args(argv)
     env = print_environment()
     pages, questions, relevant = load_autorag()
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         col.close()
         results[name] = row
     path = write_result(
-        "autorag",
+        args.name,
         {"model": MODEL, "cross_encoder": args.cross_encoder, "rerank_k": args.rerank_k, "results": results},
         env,
     )

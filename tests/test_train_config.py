@@ -472,3 +472,14 @@ def test_cross_encoder_example_config_validates() -> None:
     assert [(t.data.format, t.loss.name) for t in config.tasks] == [("sts", "bce")]
     trainer, info = build(config, dry_run=True, models=False)
     assert trainer is None and info["tasks"][0]["loss"] == "bce"
+
+
+def test_each_loss_declares_the_label_kind_configs_check_against() -> None:
+    from munjang.losses import LOSSES
+    from munjang.losses.base import LABEL_KINDS
+
+    kinds = {name: cls.label_kind for name, cls in LOSSES.items()}
+    assert set(kinds.values()) <= set(LABEL_KINDS)
+    assert kinds["softmax"] == "class" and kinds["mse"] == "vector"
+    assert kinds["mnrl"] is None and kinds["triplet"] is None
+    assert kinds["cosent"] == kinds["cosine"] == kinds["contrastive"] == "number"

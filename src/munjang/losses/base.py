@@ -91,18 +91,24 @@ def distance_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
     return DISTANCE_METRICS[name]
 
 
+# What a loss reads as each example's label: a number (a similarity score, or 1 / 0 for a similar /
+# dissimilar pair), a class index, a teacher's embedding, or nothing (None: the columns say it all).
+LABEL_KINDS = ("number", "class", "vector", None)
+
+
 class SentenceLoss(nn.Module, ABC):
     """Base of the munjang losses: embeds each column once, then `compute_from_embeddings`.
 
-    Subclasses set `min_columns` / `max_columns` (None: no upper bound), `needs_labels` (whether
-    the batch must carry labels), `citation` (BibTeX, optional), and implement
+    Subclasses set `min_columns` / `max_columns` (None: no upper bound), `label_kind` (what each
+    example's label must be, one of LABEL_KINDS: training configs check their data against it),
+    `citation` (BibTeX, optional), and implement
     `compute_from_embeddings`; wrappers such as `MatryoshkaLoss` reuse that method on embeddings
     they have transformed.
     """
 
     min_columns: int = 2
     max_columns: int | None = 2
-    needs_labels: bool = True
+    label_kind: str | None = "number"
     citation: str | None = None
 
     def __init__(self, model: SentenceEncoder) -> None:

@@ -75,7 +75,7 @@ class MatryoshkaLoss(SentenceLoss):
         self.matryoshka_weights: tuple[float, ...] = tuple(float(w) for _, w in pairs)
         self.min_columns = loss.min_columns
         self.max_columns = loss.max_columns
-        self.needs_labels = loss.needs_labels
+        self.label_kind = loss.label_kind
 
     def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         self.check_columns(len(embeddings))

@@ -32,6 +32,7 @@ class MSELoss(SentenceLoss):
 
     min_columns = 1
     max_columns = None
+    label_kind = "vector"
     citation = MULTILINGUAL_CITATION
 
     def compute_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:

@@ -63,7 +63,7 @@ class MultipleNegativesRankingLoss(SentenceLoss):
     """
 
     max_columns = None
-    needs_labels = False
+    label_kind = None
     citation = HENDERSON_CITATION
 
     def __init__(

@@ -31,6 +31,7 @@ class SoftmaxLoss(SentenceLoss):
     (batch, num_labels) tensor of class probabilities.
     """
 
+    label_kind = "class"
     citation = SBERT_CITATION
 
     def __init__(

@@ -23,7 +23,7 @@ class TripletLoss(SentenceLoss):
 
     min_columns = 3
     max_columns = 3
-    needs_labels = False
+    label_kind = None
     citation = SBERT_CITATION
 
     def __init__(

@@ -196,8 +196,9 @@ def _shape(data: DataConfig) -> tuple[int, str | None]:
 
 
 def _check_loss_fits(loss: LossConfig, data: DataConfig) -> None:
-    """Reject a loss that cannot read what the data format gives; fill in softmax's num_labels."""
-    from ..losses import LOSSES, MSELoss, SoftmaxLoss
+    """Reject a loss that cannot read what the data format gives (its `label_kind` against the
+    format's labels); fill in a classifier's num_labels."""
+    from ..losses import LOSSES
 
     effective = loss.inner or loss
     cls = LOSSES[effective.name]
@@ -210,19 +211,22 @@ def _check_loss_fits(loss: LossConfig, data: DataConfig) -> None:
             f"{where}: loss {effective.name!r} reads {wanted} texts per example, "
             f"but format {data.format} gives {columns}"
         )
-    if cls.needs_labels and label is None:
+    kind = cls.label_kind
+    if kind is not None and label is None:
         hint = " (set data.label)" if data.format == "table" else ""
         raise ConfigError(
             f"{where}: loss {effective.name!r} needs labels, but format {data.format} has none{hint}"
         )
-    if cls is MSELoss and label != "vector":
-        raise ConfigError(f"{where}: loss 'mse' trains towards teacher embeddings: use format parallel")
-    if label == "vector" and cls is not MSELoss:
+    if kind == "vector" and label != "vector":
+        raise ConfigError(
+            f"{where}: loss {effective.name!r} trains towards teacher embeddings: use format parallel"
+        )
+    if label == "vector" and kind != "vector":
         raise ConfigError(f"{where}: format parallel gives teacher embeddings as labels: use loss mse")
-    if cls is SoftmaxLoss:
+    if kind == "class":
         if label != "int":
             raise ConfigError(
-                f"{where}: loss 'softmax' needs class labels: use format nli-pairs, or table with "
+                f"{where}: loss {effective.name!r} needs class labels: use format nli-pairs, or table with "
                 "label_type int or a mapping"
             )
         if "num_labels" not in loss.options:
