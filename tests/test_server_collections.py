@@ -212,3 +212,15 @@ def test_long_documents_are_searched_as_documents_showing_the_matched_passage(en
         assert len([h for h in passages if h["id"] == "page"]) > 1
         bad = client.post("/v1/collections", json={"name": "x", "chunk_tokens": 3}, headers=KEY)
         assert bad.status_code == 422 and "chunk_tokens" in bad.json()["error"]["message"]
+
+
+def test_serving_a_collection_loads_kiwi_before_any_write(encoder, tmp_path, monkeypatch):
+    # Kiwi's first load holds the interpreter lock for a second or more: done when the collection
+    # is opened, it never stalls a search during a write.
+    from munjang.search import tokenizers
+
+    monkeypatch.setattr(tokenizers, "_kiwi_cache", None)
+    Collection.create(tmp_path / "ko", encoder=encoder).close()
+    app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=tmp_path))
+    with TestClient(app, base_url=LOCAL):
+        assert tokenizers._kiwi_cache is not None

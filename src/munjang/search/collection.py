@@ -321,6 +321,12 @@ class Collection(CollectionSearch):
 
         return get_tokenizer(self.config["lexical"]["tokenizer"])
 
+    def warm_up(self) -> None:
+        """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the
+        interpreter lock meanwhile, so a server loads it when it opens a collection rather than
+        stalling every thread at the first Korean text of a write."""
+        self._tokenizer()("한국어 문장")
+
     def _plan(self, texts: list[str], titles: list[str | None]) -> list[list[Passage]]:
         """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
         `max_seq_length`) gets each document whole, as it would encode it."""

@@ -61,6 +61,7 @@ class ServedCollection:
         self.writing = 0
         try:
             self.collection = self._writes.submit(open_collection).result()
+            self._writes.submit(self.collection.warm_up).result()
         except BaseException:
             self._writes.shutdown(wait=False)
             self._reads.shutdown(wait=False)
