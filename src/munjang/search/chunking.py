@@ -146,18 +146,7 @@ class Chunker:
             return []
         if self._count([text])[0] <= self.max_tokens:
             return [Chunk(0, 0, len(text), text)]
-        spans: list[tuple[int, int]] = []
-        counts: list[int] = []
-        sentences = split_sentences(text)
-        counted = zip(sentences, self._count([text[s:e] for s, e in sentences]), strict=True)
-        for (start, end), count in counted:
-            if count <= self.max_tokens:
-                spans.append((start, end))
-                counts.append(count)
-            else:
-                for piece_start, piece_end, piece_count in self._split_long(text, start, end):
-                    spans.append((piece_start, piece_end))
-                    counts.append(piece_count)
+        spans, counts = self._fitted(text, split_sentences(text), self._split_long)
         ranges = self._chunk_ranges(text, spans, counts)
         return [
             Chunk(i, spans[first][0], spans[last][1], text[spans[first][0] : spans[last][1]])
@@ -228,21 +217,31 @@ class Chunker:
                 return last, known
             estimate = actual
 
-    def _split_long(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
-        """A sentence over the budget as (start, end, count) pieces: words packed greedily, and a word
-        over the budget cut between characters."""
-        cuts = [start, *(m.start() for m in _WORD.finditer(text, start, end) if m.start() > start), end]
-        words = list(pairwise(cuts))
+    def _fitted(
+        self,
+        text: str,
+        units: list[tuple[int, int]],
+        split: Callable[[str, int, int], list[tuple[int, int, int]]],
+    ) -> tuple[list[tuple[int, int]], list[int]]:
+        """`units` (spans of `text`) with their token counts, each over the budget replaced by the
+        (start, end, count) pieces `split` cuts it into: every span returned fits on its own."""
         spans: list[tuple[int, int]] = []
         counts: list[int] = []
-        for (a, b), count in zip(words, self._count([text[a:b] for a, b in words]), strict=True):
+        for (a, b), count in zip(units, self._count([text[a:b] for a, b in units]), strict=True):
             if count <= self.max_tokens:
                 spans.append((a, b))
                 counts.append(count)
             else:
-                for piece_start, piece_end, piece_count in self._cut_characters(text, a, b):
+                for piece_start, piece_end, piece_count in split(text, a, b):
                     spans.append((piece_start, piece_end))
                     counts.append(piece_count)
+        return spans, counts
+
+    def _split_long(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+        """A sentence over the budget as (start, end, count) pieces: words packed greedily, and a word
+        over the budget cut between characters."""
+        cuts = [start, *(m.start() for m in _WORD.finditer(text, start, end) if m.start() > start), end]
+        spans, counts = self._fitted(text, list(pairwise(cuts)), self._cut_characters)
         pieces = []
         first = 0
         while first < len(spans):

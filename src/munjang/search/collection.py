@@ -29,7 +29,6 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,26 +40,16 @@ from tqdm.auto import tqdm
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
-from .inputs import check_texts, metadata_json, model_key
+from .inputs import check_texts, metadata_json, model_key, postgres_url
 from .live_index import DenseIndex, LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
+from .results import AddResult
 from .store import SCHEMA_VERSION, CollectionError, Document, DocumentStore, NewRow, text_hash
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
 CONFLICTS = ("error", "skip", "upsert")
 DOCUMENT_PROMPTS = ("document", "passage", "corpus")
-
-
-@dataclass
-class AddResult:
-    """What an `add` did: new documents, documents whose text or metadata changed, ids skipped, and
-    how many texts had to be encoded (the rest came from the embedding cache)."""
-
-    added: int = 0
-    updated: int = 0
-    skipped: int = 0
-    encoded: int = 0
 
 
 class Collection(CollectionSearch):
@@ -181,7 +170,7 @@ class Collection(CollectionSearch):
         if backend is not None:
             from .postgres_store import PostgresStore
 
-            pg = PostgresStore(_postgres_url(backend), str(folder))
+            pg = PostgresStore(postgres_url(backend), str(folder))
             try:
                 pg.create_schema(config)
             finally:
@@ -228,7 +217,7 @@ class Collection(CollectionSearch):
         if backend is not None:
             from .postgres_store import PostgresStore
 
-            pg = PostgresStore(_postgres_url(backend), str(folder), readonly=readonly)
+            pg = PostgresStore(postgres_url(backend), str(folder), readonly=readonly)
             try:
                 pg.check_schema()
                 return make(None, pg)
@@ -601,11 +590,3 @@ class Collection(CollectionSearch):
         if not np.array_equal(self.lexical.labels, labels):
             problems.append("lexical index does not match the documents")
         return problems
-
-
-def _postgres_url(backend: str) -> str:
-    from .postgres_store import is_postgres_url
-
-    if not is_postgres_url(backend):
-        raise ValueError(f"backend must be a postgresql:// URL, got {backend!r}")
-    return backend

@@ -1,4 +1,5 @@
-"""Search results, and how passage scores become document scores.
+"""What a collection's calls return (search hits, add results), and how passage scores become
+document scores.
 
 Every index ranks passages (a short document is one passage). A search by document (the default)
 groups them by document:
@@ -22,6 +23,17 @@ AGGREGATES = ("max", "sum")
 UNITS = ("document", "passage")
 
 Ranked = list[tuple[int, float, dict[str, float]]]
+
+
+@dataclass
+class AddResult:
+    """What an `add` did: new documents, documents whose text or metadata changed, ids skipped, and
+    how many texts had to be encoded (the rest came from the embedding cache)."""
+
+    added: int = 0
+    updated: int = 0
+    skipped: int = 0
+    encoded: int = 0
 
 
 @dataclass(frozen=True)

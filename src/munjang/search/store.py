@@ -40,9 +40,8 @@ from ..errors import MunjangError
 
 SCHEMA_VERSION = 2
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
+# The passages table, shared by a new collection's schema and the version 1 -> 2 migration.
+_DOCUMENTS_COLUMNS = """
     label INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL,
     chunk INTEGER NOT NULL DEFAULT 0,
@@ -54,7 +53,11 @@ CREATE TABLE IF NOT EXISTS documents (
     doc_hash TEXT,
     tokens TEXT NOT NULL DEFAULT '[]',
     UNIQUE (id, chunk)
-);
+"""
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents ({_DOCUMENTS_COLUMNS});
 CREATE TABLE IF NOT EXISTS sources (id TEXT PRIMARY KEY, text TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS documents_passages ON documents (id) WHERE chunk > 0;
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -72,20 +75,8 @@ CREATE TABLE IF NOT EXISTS deletions (
 # Version 1 held one row per document with a UNIQUE id; SQLite cannot drop that constraint in place,
 # so the table is rebuilt with labels kept and the AUTOINCREMENT counter restored (labels are never
 # reused, or an index would mistake a new passage for a deleted one).
-_MIGRATE_1_TO_2 = """
-CREATE TABLE documents_v2 (
-    label INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL,
-    chunk INTEGER NOT NULL DEFAULT 0,
-    span_start INTEGER NOT NULL DEFAULT 0,
-    span_end INTEGER,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    text_hash TEXT NOT NULL,
-    doc_hash TEXT,
-    tokens TEXT NOT NULL DEFAULT '[]',
-    UNIQUE (id, chunk)
-);
+_MIGRATE_1_TO_2 = f"""
+CREATE TABLE documents_v2 ({_DOCUMENTS_COLUMNS});
 INSERT INTO documents_v2 (label, id, text, metadata, text_hash, tokens)
     SELECT label, id, text, metadata, text_hash, tokens FROM documents;
 DROP TABLE documents;
