@@ -7,6 +7,8 @@ submodule, importing a name from a package an edge to its `__init__`. Two rules:
 1. No cycles: the module graph is acyclic.
 2. Layers: each module belongs to the first entry of LAYERS that prefixes its name (the longest
    prefix wins), and may import only modules of its own entry or of entries listed before it.
+3. Storage stays behind `Collection`: the backend modules (STORAGE) are imported only inside
+   `munjang.search`, so the CLI, the server and the rest reach a collection's data through it.
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ def imports_of(name: str, path: Path) -> set[str]:
 GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
 
 
+STORAGE = {
+    f"munjang.search.{m}"
+    for m in (
+        "storage", "store", "folder_backend", "postgres_backend", "postgres_store", "postgres_dense",
+        "live_index",
+    )
+}  # fmt: skip
+
+
 def layer(name: str) -> int:
     local = name.removeprefix("munjang").removeprefix(".") or "__init__"
     matches = [i for i, entry in enumerate(LAYERS) if local == entry or local.startswith(entry + ".")]
@@ -77,6 +88,16 @@ def test_imports_point_down() -> None:
         if layer(b) > layer(a)
     ]
     assert not upward, "\n".join(sorted(upward))
+
+
+def test_storage_is_reached_through_collection() -> None:
+    outside = [
+        f"{a} imports {b}"
+        for a, targets in GRAPH.items()
+        for b in targets & STORAGE
+        if not a.startswith("munjang.search")
+    ]
+    assert not outside, "\n".join(sorted(outside))
 
 
 def test_no_import_cycles() -> None:

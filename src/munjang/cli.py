@@ -470,12 +470,12 @@ def main() -> None:
             raise
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)
-    except Exception as e:  # a PostgreSQL collection's server refused or went away
-        from .search.postgres_store import is_database_error
+    except Exception as e:  # a collection's database server refused or went away
+        from .search.collection import Collection
 
-        if not is_database_error(e) or os.environ.get("MUNJANG_DEBUG"):
+        if not Collection.is_storage_error(e) or os.environ.get("MUNJANG_DEBUG"):
             raise
-        typer.echo(f"error: PostgreSQL: {str(e).strip()}", err=True)
+        typer.echo(f"error: database: {str(e).strip()}", err=True)
         sys.exit(2)
 
 

@@ -101,9 +101,8 @@ def demo_collection(
     and Korean-aware BM25) with `model` (a name, folder or hub id; None: the embedded default),
     which `encoder` may pass already loaded. A folder left broken by an interrupted build, or built
     with another model, is built again."""
-    from .search import Collection
+    from .search import Collection, CollectionError
     from .search.inputs import model_key
-    from .search.store import CollectionError
 
     target = Path(folder)
     docs = demo_documents()

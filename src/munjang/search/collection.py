@@ -1,11 +1,10 @@
-"""A persistent, embedded search collection: documents, ids, metadata and every index in one folder.
+"""A persistent search collection: documents, ids, metadata and every index, in one place.
 
-    folder/
-      collection.db        SQLite (WAL): documents, metadata, lexical tokens, the embedding cache
-      dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
-      write.lock           one writer at a time; readers never take it
+Where that place is, is the backend's business (`storage.py`): a folder with SQLite by default
+(`folder_backend.py`), or a schema in PostgreSQL with pgvector (`backend="postgresql://..."`,
+`postgres_backend.py`). The API, the search modes and the results are the same on each.
 
-The database is the source of truth and every index is derived from it (see `store.py` and
+The store is the source of truth and every index is derived from it (see `store.py` and
 `live_index.py`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
 killed at any moment leaves the collection at its last commit, and an index saved before that commit
 is caught up from the database when the collection opens. Readers in other processes see each
@@ -16,38 +15,29 @@ index ranks passages, and a search returns documents, each with its best passage
 
 Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "hybrid" (both, fused
 by RRF or weighted scores), each with metadata filters and an optional cross-encoder rerank.
-
-The same collection can live in PostgreSQL with pgvector instead of a folder: pass
-`backend="postgresql://..."` and a collection name (`postgres_store.py`, `postgres_dense.py`). The
-API, the search modes and the results are the same; only where the data lives changes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
-from .inputs import check_texts, metadata_json, model_key, postgres_url
-from .live_index import DenseIndex, LexicalIndex
+from .inputs import check_texts, metadata_json, model_key
+from .live_index import LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
-from .store import SCHEMA_VERSION, CollectionError, Document, DocumentStore, NewRow, text_hash
+from .storage import Backend, Store, collection_names, is_storage_error, open_backend
+from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
-DB_NAME = "collection.db"
-LOCK_NAME = "write.lock"
 CONFLICTS = ("error", "skip", "upsert")
 DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 
@@ -59,8 +49,8 @@ class Collection(CollectionSearch):
 
     def __init__(
         self,
-        folder: Path | None,
-        store: Any,
+        backend: Backend,
+        store: Store,
         *,
         encoder: Any = None,
         device: str | None = None,
@@ -68,9 +58,10 @@ class Collection(CollectionSearch):
         lock_timeout: float = 60.0,
         background_refresh: bool = False,
     ) -> None:
-        self.folder = folder
+        self.backend = backend
+        self.folder = backend.folder
         self.store = store
-        self.location = str(folder) if folder is not None else str(store.path)
+        self.location = backend.location
         self.readonly = readonly
         self.config = store.get_meta()
         version = self.config.get("schema_version")
@@ -85,23 +76,9 @@ class Collection(CollectionSearch):
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
-        self.dense: Any
-        if folder is None:
-            from .postgres_dense import PostgresDense
-
-            self.dense = PostgresDense(store, self.config)
-        else:
-            self._lock = FileLock(str(folder / LOCK_NAME), timeout=lock_timeout)
-            self.dense = DenseIndex(
-                self.config["index"],
-                self.config["dim"],
-                self.config["metric"],
-                self.config["model"],
-                self.config["hnsw"],
-            )
-            self.dense.load(folder)
+        self.dense = backend.dense_index(store, self.config)
         self.lexical = LexicalIndex(
-            self.config["lexical"], self._store_opener() if background_refresh else None
+            self.config["lexical"], backend.reader(store) if background_refresh else None
         )
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -127,9 +104,7 @@ class Collection(CollectionSearch):
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
         passages (see `passages.py`). The folder (or the PostgreSQL schema, with `backend`) appears
         complete or not at all."""
-        target = Path(folder)
-        if backend is None and target.exists():
-            raise CollectionError(f"{target} already exists; open it with Collection.open")
+        place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
         if metric not in ExactIndex.METRICS:
@@ -167,28 +142,8 @@ class Collection(CollectionSearch):
             "document_prompt_name": document_prompt_name,
             "chunking": chunks,
         }
-        if backend is not None:
-            from .postgres_store import PostgresStore
-
-            pg = PostgresStore(postgres_url(backend), str(folder))
-            try:
-                pg.create_schema(config)
-            finally:
-                pg.close()
-            return cls.open(folder, backend=backend, encoder=encoder, device=device)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        try:
-            store = DocumentStore(staging / DB_NAME, create=True)
-            store.set_meta(config)
-            store.close()
-            os.rename(staging, target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return cls.open(target, encoder=encoder, device=device)
+        place.create(config)
+        return cls.open(folder, backend=backend, encoder=encoder, device=device)
 
     @classmethod
     def open(
@@ -206,50 +161,38 @@ class Collection(CollectionSearch):
         database). The model loads on first need; `readonly` never writes. `background_refresh`
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
         (for readers beside a long write, such as the server's)."""
-        make = partial(
-            cls,
-            encoder=encoder,
-            device=device,
-            readonly=readonly,
-            lock_timeout=lock_timeout,
-            background_refresh=background_refresh,
-        )
-        if backend is not None:
-            from .postgres_store import PostgresStore
-
-            pg = PostgresStore(postgres_url(backend), str(folder), readonly=readonly)
-            try:
-                pg.check_schema()
-                return make(None, pg)
-            except BaseException:
-                pg.close()
-                raise
-        path = Path(folder)
-        if not path.is_dir():
-            raise CollectionError(f"{path}: no such collection folder")
-        store = DocumentStore(path / DB_NAME, readonly=readonly)
+        place = open_backend(folder, backend)
+        store = place.open_store(readonly)
         try:
-            return make(path, store)
+            return cls(
+                place,
+                store,
+                encoder=encoder,
+                device=device,
+                readonly=readonly,
+                lock_timeout=lock_timeout,
+                background_refresh=background_refresh,
+            )
         except BaseException:
             store.close()
             raise
 
-    def _store_opener(self) -> Callable[[], Any]:
-        """Opens another read-only connection to this collection's store (for background work)."""
-        if self.folder is None:
-            from .postgres_store import PostgresStore
+    @staticmethod
+    def names(where: str | os.PathLike[str]) -> list[str]:
+        """The collections in a folder of collection folders, or in the database at a URL."""
+        return collection_names(where)
 
-            url, name = self.store.url, self.store.name
-            return lambda: PostgresStore(url, name, readonly=True)
-        path = self.folder / DB_NAME
-        return lambda: DocumentStore(path, readonly=True)
+    @staticmethod
+    def is_storage_error(error: BaseException) -> bool:
+        """True for an error from a backend's database driver (a server refused or went away)."""
+        return is_storage_error(error)
 
     def close(self) -> None:
-        """Save the HNSW graph if it moved on (writers only) and close the database."""
-        if self.folder is not None and not self.readonly and self.dense.kind == "hnsw":
+        """Save the dense index if it keeps a file and moved on (writers only); close the store."""
+        if not self.readonly and self.dense.persistent:
             with self._write_lock():
                 self.dense.sync(self.store)
-                self.dense.save(self.folder)
+                self.backend.save_dense(self.dense)
         self.store.close()
 
     def __enter__(self) -> Collection:
@@ -260,23 +203,11 @@ class Collection(CollectionSearch):
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:
-        """Hold the folder's writer lock (one writer at a time; readers never wait for it)."""
+        """Hold the collection's writer lock (one writer at a time; readers never wait for it)."""
         if self.readonly:
             raise CollectionError(f"{self.location} was opened read-only")
-        if self.folder is None:
-            with self.store.write_lock(self._lock_timeout):
-                yield
-            return
-        try:
-            self._lock.acquire()
-        except Timeout:
-            raise CollectionError(
-                f"{self.location}: another process is writing (lock held longer than {self._lock.timeout} s)"
-            ) from None
-        try:
+        with self.backend.write_lock(self.store, self._lock_timeout):
             yield
-        finally:
-            self._lock.release()
 
     # -- models ------------------------------------------------------------------------------------------
     @property
@@ -507,21 +438,21 @@ class Collection(CollectionSearch):
     def _maybe_save(self) -> None:
         """Save the HNSW graph when much has changed since the last save (close() always saves);
         a crash before that costs only a catch-up from the database on the next open."""
-        if self.folder is None or self.dense.kind != "hnsw":
+        if not self.dense.persistent:
             return
         changed = (self.dense.watermark.label - self.dense.saved.label) + (
             self.dense.watermark.deletion - self.dense.saved.deletion
         )
         if changed >= max(10_000, len(self.dense.index) // 10):
-            self.dense.save(self.folder)
+            self.backend.save_dense(self.dense)
 
     def flush(self) -> None:
-        """Save the HNSW graph now (PostgreSQL keeps its own index: nothing to do)."""
-        if self.folder is None:
+        """Save the HNSW graph now (an index kept by the database has nothing to save)."""
+        if not self.dense.persistent:
             return
         with self._write_lock():
             self.dense.sync(self.store)
-            self.dense.save(self.folder)
+            self.backend.save_dense(self.dense)
 
     # -- reading ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -555,14 +486,9 @@ class Collection(CollectionSearch):
 
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)
-        if self.folder is None:
-            size = self.store.database_bytes()
-        else:
-            files = [self.folder / n for n in (DB_NAME, DB_NAME + "-wal")]
-            size = sum(f.stat().st_size for f in files if f.exists())
         return {
             "folder": self.location,
-            "backend": "embedded" if self.folder is not None else "postgres",
+            "backend": self.backend.kind,
             "documents": len(self),
             "passages": self.store.passage_count(),
             "chunking": self.chunking.to_dict(),
@@ -571,7 +497,7 @@ class Collection(CollectionSearch):
             "lexical": self.config["lexical"],
             "hnsw": self.config["hnsw"],
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
-            "database_bytes": size,
+            "database_bytes": self.backend.size_bytes(self.store),
         }
 
     def check(self) -> list[str]:

@@ -14,6 +14,7 @@ import numpy as np
 from .filters import compile_filter
 from .hybrid import FUSIONS, fuse
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
+from .storage import DenseSearch, Store
 
 MODES = ("dense", "lexical", "hybrid")
 # Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
@@ -31,11 +32,10 @@ PASSAGES_PER_DOCUMENT = 4
 class CollectionSearch:
     """The search half of `Collection` (see `collection.py` for the attributes it reads)."""
 
-    store: Any
-    dense: Any
+    store: Store
+    dense: DenseSearch
     lexical: Any
     config: dict[str, Any]
-    folder: Any
     _device: str | None
     _cross_encoders: dict[str, Any]
 
@@ -110,7 +110,7 @@ class CollectionSearch:
         allowed = where = None
         if filter is not None:
             where = compile_filter(filter, dialect=self.store.dialect)
-            if self.folder is not None or mode != "dense":  # PostgreSQL filters dense search in SQL
+            if not self.dense.sql_filters or mode != "dense":
                 allowed = self.store.labels_matching(*where)
         dense: list[list[tuple[int, float]]] = [[] for _ in queries]
         lexical: list[list[tuple[int, float]]] = [[] for _ in queries]

@@ -47,12 +47,3 @@ def metadata_json(doc_id: str, metadata: Any) -> str:
         return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"document {doc_id!r}: metadata is not JSON-serialisable ({e})") from None
-
-
-def postgres_url(backend: str) -> str:
-    """The `backend` argument checked to be a PostgreSQL URL."""
-    from .postgres_store import is_postgres_url
-
-    if not is_postgres_url(backend):
-        raise ValueError(f"backend must be a postgresql:// URL, got {backend!r}")
-    return backend

@@ -54,6 +54,7 @@ class DenseIndex:
     (saved in the folder, caught up from the store on open)."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.hnsw")
+    sql_filters = False  # filters arrive as a list of allowed labels
 
     def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
         if kind not in ("exact", "hnsw"):
@@ -62,6 +63,11 @@ class DenseIndex:
         self.index: Any = None
         self.watermark = Watermark()
         self.saved = Watermark()
+
+    @property
+    def persistent(self) -> bool:
+        """An HNSW graph is saved beside the store (rebuilding it is slow); an exact index is not."""
+        return self.kind == "hnsw"
 
     def _new(self) -> Any:
         if self.kind == "exact":

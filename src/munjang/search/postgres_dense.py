@@ -21,7 +21,11 @@ MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 class PostgresDense:
-    """The collection's vector index when it lives in PostgreSQL: nothing to load, sync or save."""
+    """The collection's vector index when it lives in PostgreSQL: nothing to load, sync or save;
+    filters are the compiled SQL condition, applied in the same query."""
+
+    persistent = False
+    sql_filters = True
 
     def __init__(self, store: PostgresStore, config: dict[str, Any]) -> None:
         self.store = store
@@ -33,9 +37,6 @@ class PostgresDense:
 
     def sync(self, store: Any) -> bool:
         return False
-
-    def save(self, folder: Any) -> None:
-        return None
 
     def __len__(self) -> int:
         return self.store.passage_count()

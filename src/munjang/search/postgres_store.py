@@ -352,7 +352,7 @@ class PostgresStore:
         return bool(self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')})").fetchone()[0])
 
     def count_matching(self, where: str, params: Sequence[Any]) -> int:
-        """How many documents satisfy the compiled filter `where` (with its `params`)."""
+        """How many passages satisfy the compiled filter `where` (with its `params`)."""
         query = f"SELECT count(*) FROM {self.t('documents')} WHERE {where}"
         return int(self.conn.execute(query, list(params)).fetchone()[0])
 
@@ -361,6 +361,23 @@ class PostgresStore:
             f"SELECT label FROM {self.t('documents')} WHERE {where} ORDER BY label", list(params)
         ).fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_after(
+        self, model: str, dim: int, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(labels, vectors) of passages with label > `after`, in label order, in batches (the
+        vector is stored in the row, so `model` has no part here)."""
+        query = f"SELECT label, embedding FROM {self.t('documents')} WHERE label > %s ORDER BY label LIMIT %s"
+        while True:
+            rows = self.conn.execute(query, (after, batch)).fetchall()
+            if not rows:
+                return
+            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = np.zeros((len(rows), dim), dtype=np.float32)
+            for i, row in enumerate(rows):
+                vectors[i] = row[1].to_numpy() if hasattr(row[1], "to_numpy") else row[1]
+            yield labels, vectors
+            after = int(labels[-1])
 
     def vectors_of(self, model: str, dim: int, labels: np.ndarray) -> np.ndarray:
         """Float vectors of the given labels, in that order."""

@@ -306,6 +306,15 @@ class DocumentStore:
             yield from (r[1] for r in rows)
             last = rows[-1][0]
 
+    def has_documents(self) -> bool:
+        """Whether any document is stored, without counting them all."""
+        return bool(self.conn.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone()[0])
+
+    def count_matching(self, where: str, params: Sequence[Any]) -> int:
+        """How many passages satisfy the compiled filter `where` (with its `params`)."""
+        query = f"SELECT count(*) FROM documents WHERE {where}"
+        return int(self.conn.execute(query, list(params)).fetchone()[0])
+
     def labels_matching(self, where: str, params: Sequence[Any]) -> np.ndarray:
         rows = self.conn.execute(f"SELECT label FROM documents WHERE {where} ORDER BY label", list(params))
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
@@ -380,7 +389,7 @@ class DocumentStore:
             [(model, h, data[i].tobytes()) for i, h in enumerate(hashes)],
         )
 
-    def insert(self, rows: Sequence[NewRow], model: str = "") -> None:
+    def insert(self, rows: Sequence[NewRow], model: str) -> None:
         """New passages (their vectors are joined from the embedding cache when read, so `model`
         is not needed here; the PostgreSQL store copies the vector into the row)."""
         self.conn.executemany(

@@ -28,11 +28,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from ..applications.projection import project_2d, umap_available
+from ..search import CollectionError
 from ..search.collection import Collection
 from ..search.filters import compile_filter
 from ..search.hybrid import check_weights
-from ..search.postgres_store import is_database_error, list_collections
-from ..search.store import CollectionError
 from .errors import APIError
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
@@ -101,7 +100,7 @@ class ServedCollection:
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
         except Exception as e:
-            if is_database_error(e):
+            if Collection.is_storage_error(e):
                 raise APIError(503, f"the collection's database failed: {str(e).strip()}") from e
             raise
 
@@ -189,12 +188,11 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
     `settings.collections_dir`."""
     paths = dict(settings.collection_paths)
     if settings.collections_dir is not None:
-        for folder in sorted(Path(settings.collections_dir).iterdir()):
-            if (folder / "collection.db").exists():
-                paths.setdefault(folder.name, folder)
+        for name in Collection.names(settings.collections_dir):
+            paths.setdefault(name, Path(settings.collections_dir) / name)
     served = {name: ServedCollection(_opener(path), _twin_opener(path)) for name, path in paths.items()}
     if settings.collections_db is not None:
-        for name in list_collections(settings.collections_db):
+        for name in Collection.names(settings.collections_db):
             db = settings.collections_db
             served.setdefault(name, ServedCollection(_opener(name, db), _twin_opener(name, db)))
     return served
@@ -257,25 +255,14 @@ def add_collection_routes(
         db = settings.collections_db
         chunking = {"max_tokens": parsed.chunk_tokens, "late": parsed.late_chunking}
 
+        where = parsed.name if db is not None else Path(cast(Path, settings.collections_dir)) / parsed.name
+
         def create() -> Collection:
-            if db is not None:
-                return Collection.create(
-                    parsed.name,
-                    str(source),
-                    backend=db,
-                    encoder=encoder,
-                    index=parsed.index,
-                    chunking=chunking,
-                )
-            folder = Path(cast(Path, settings.collections_dir)) / parsed.name
             return Collection.create(
-                folder, str(source), encoder=encoder, index=parsed.index, chunking=chunking
+                where, str(source), backend=db, encoder=encoder, index=parsed.index, chunking=chunking
             )
 
         try:
-            where = (
-                parsed.name if db is not None else Path(cast(Path, settings.collections_dir)) / parsed.name
-            )
             served[parsed.name] = ServedCollection(create, _twin_opener(where, db))
         except (CollectionError, ValueError) as e:
             raise APIError(400, str(e), "name") from e
