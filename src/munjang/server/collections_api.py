@@ -28,6 +28,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from ..applications.projection import project_2d, umap_available
+from ..inference.hardware import torch_threads
 from ..search import CollectionError
 from ..search.collection import Collection
 from ..search.filters import compile_filter
@@ -46,7 +47,11 @@ class ServedCollection:
     PostgreSQL's MVCC) let the twin see each chunk the writer commits, so a long add never holds a
     search up. The twin is opened on the first read that meets a write and kept (it holds its own
     copy of the dense index), and rebuilds BM25 in the background. After a write, the writer brings
-    its own BM25 up to date (if it has one) before reads come back to it, so no read pays for it."""
+    its own BM25 up to date (if it has one) before reads come back to it, so no read pays for it.
+
+    A write encodes with one torch thread fewer than the process has, so a search beside a long add
+    finds a core free instead of splitting every core with the add's batches (torch's thread count
+    is kept per thread: each side sets its own)."""
 
     def __init__(
         self,
@@ -58,6 +63,10 @@ class ServedCollection:
         self._open_twin = open_twin
         self._twin: Collection | None = None
         self.writing = 0
+        import torch
+
+        self._threads = torch.get_num_threads()
+        self._write_threads = max(1, self._threads - 1)
         try:
             self.collection = self._writes.submit(open_collection).result()
             self._writes.submit(self.collection.warm_up).result()
@@ -70,11 +79,17 @@ class ServedCollection:
         """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
         self.writing += 1
         try:
-            result = await self._run(self._writes, fn, *args, **kwargs)
+            write = self._write_threads
+            result = await self._run(self._writes, self._with_threads, write, fn, *args, **kwargs)
             await self._run(self._writes, self._catch_up)
             return result
         finally:
             self.writing -= 1
+
+    @staticmethod
+    def _with_threads(threads: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with torch_threads(threads):
+            return fn(*args, **kwargs)
 
     def _catch_up(self) -> None:
         lexical = self.collection.lexical
@@ -85,7 +100,8 @@ class ServedCollection:
         """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
         if not self.writing or self._open_twin is None:
             return await self._run(self._writes, fn, self.collection)
-        return await self._run(self._reads, lambda: fn(self._twin_collection()))
+        read = lambda: fn(self._twin_collection())  # noqa: E731
+        return await self._run(self._reads, self._with_threads, self._threads, read)
 
     def _twin_collection(self) -> Collection:
         if self._twin is None:
