@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..inference.hardware import torch_threads
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
@@ -73,6 +74,7 @@ class Collection(CollectionSearch):
         self.chunking = ChunkingConfig.from_mapping(self.config.get("chunking"))
         self._planner: PassagePlanner | None = None
         self._encoder = encoder
+        self.encode_threads: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
@@ -235,6 +237,21 @@ class Collection(CollectionSearch):
             convert_to_numpy=True,
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
+
+    def _encode_documents(self, texts: list[str], prompt_name: str | None, batch_size: int) -> np.ndarray:
+        """`_encode` for a write. With an `encode_threads` hook (a server leaving cores to its
+        searches), each batch asks it how many torch threads to use; texts are sorted by length
+        first, so batches stay as evenly padded as the encoder's own sort would make them."""
+        if self.encode_threads is None or len(texts) <= batch_size:
+            with torch_threads(self.encode_threads() if self.encode_threads else None):
+                return self._encode(texts, prompt_name, batch_size, False)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            part = order[start : start + batch_size]
+            with torch_threads(self.encode_threads()):
+                out[part] = self._encode([texts[i] for i in part], prompt_name, batch_size, False)
+        return out
 
     def _tokenizer(self) -> Any:
         from .tokenizers import get_tokenizer
@@ -415,7 +432,7 @@ class Collection(CollectionSearch):
                 plain.setdefault(h, p.encoded)
         keys, parts = list(plain), []
         if plain:
-            parts.append(self._encode(list(plain.values()), prompt_name, batch_size, False))
+            parts.append(self._encode_documents(list(plain.values()), prompt_name, batch_size))
         for i in sorted(missing):
             assert self._planner is not None
             doc = [p for p, _ in late[i]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,9 +50,12 @@ class ServedCollection:
     copy of the dense index), and rebuilds BM25 in the background. After a write, the writer brings
     its own BM25 up to date (if it has one) before reads come back to it, so no read pays for it.
 
-    A write encodes with one torch thread fewer than the process has, so a search beside a long add
-    finds a core free instead of splitting every core with the add's batches (torch's thread count
-    is kept per thread: each side sets its own)."""
+    While searches are coming (one in flight, or one in the last `READ_WINDOW_S`), a write encodes
+    each batch with one torch thread fewer than the process has, so a search finds a core free
+    instead of splitting every core with the add's batches; alone, it uses them all. torch keeps the
+    thread count per thread, so reads set theirs."""
+
+    READ_WINDOW_S = 2.0
 
     def __init__(
         self,
@@ -66,9 +70,11 @@ class ServedCollection:
         import torch
 
         self._threads = torch.get_num_threads()
-        self._write_threads = max(1, self._threads - 1)
+        self._reads_in_flight = 0
+        self._last_read = -float("inf")
         try:
             self.collection = self._writes.submit(open_collection).result()
+            self.collection.encode_threads = self._write_threads
             self._writes.submit(self.collection.warm_up).result()
         except BaseException:
             self._writes.shutdown(wait=False)
@@ -79,17 +85,20 @@ class ServedCollection:
         """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
         self.writing += 1
         try:
-            write = self._write_threads
-            result = await self._run(self._writes, self._with_threads, write, fn, *args, **kwargs)
+            result = await self._run(self._writes, fn, *args, **kwargs)
             await self._run(self._writes, self._catch_up)
             return result
         finally:
             self.writing -= 1
 
-    @staticmethod
-    def _with_threads(threads: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with torch_threads(threads):
-            return fn(*args, **kwargs)
+    def _write_threads(self) -> int | None:
+        """Torch threads for a write's next batch: all (None) unless searches are coming."""
+        recent = self._reads_in_flight or time.monotonic() - self._last_read < self.READ_WINDOW_S
+        return max(1, self._threads - 1) if recent else None
+
+    def _as_read(self, fn: Callable[[], Any]) -> Any:
+        with torch_threads(self._threads):
+            return fn()
 
     def _catch_up(self) -> None:
         lexical = self.collection.lexical
@@ -98,10 +107,14 @@ class ServedCollection:
 
     async def read(self, fn: Callable[[Collection], Any]) -> Any:
         """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
-        if not self.writing or self._open_twin is None:
-            return await self._run(self._writes, fn, self.collection)
-        read = lambda: fn(self._twin_collection())  # noqa: E731
-        return await self._run(self._reads, self._with_threads, self._threads, read)
+        self._reads_in_flight += 1
+        try:
+            if not self.writing or self._open_twin is None:
+                return await self._run(self._writes, fn, self.collection)
+            return await self._run(self._reads, self._as_read, lambda: fn(self._twin_collection()))
+        finally:
+            self._reads_in_flight -= 1
+            self._last_read = time.monotonic()
 
     def _twin_collection(self) -> Collection:
         if self._twin is None:
