@@ -8,11 +8,11 @@
    resident memory (its process and the model processes) after each round: flat means nothing piles up.
 2. Search during an add: idle search latency (median of 10), then `--docs` documents added through
    POST /v1/collections/bench/documents (2,000 per request, one after another) while a search runs
-   every 0.25 s, then idle latency again on the grown collection; reported: their latencies and the
-   ratio of the median and the worst to idle (before the add, and after it: the same search over
-   the collection at its final size, an upper bound on its normal time during the add). The same
-   documents are first added to another collection with no search running, for the add's own time
-   alone (a write gives up a core only while searches are coming).
+   every 0.25 s. First the same documents go, request by request, into another collection with no
+   search running (the add's own time alone: a write gives up a core only while searches come),
+   and after each request the same search is timed there idle: the idle latency at each size the
+   collection passes through. Reported: the latencies during the add and their ratio to the median
+   idle latency over those sizes.
 
     python bench/server_overload.py              # writes bench/results/server_overload.json
 """
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from munjang.server.collections_api import ServedCollection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -72,33 +74,54 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def timed_searches(client: httpx.Client, name: str, search: dict[str, Any], n: int = 10) -> float:
+    """Median seconds of `n` searches on an idle collection."""
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        client.post(f"/v1/collections/{name}/search", json=search).raise_for_status()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def search_during_add(url: str, docs: int) -> dict[str, Any]:
+    search = {"query": "weather in Seoul today", "top_k": 5}
+    corpus = load_corpus(docs, seed=1, lang="mixed")
+    step = 2000
+    with httpx.Client(base_url=url, timeout=3600) as client:
+
+        def add_part(name: str, i: int) -> float:
+            part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + step))]
+            started = time.perf_counter()
+            client.post(f"/v1/collections/{name}/documents", json={"documents": part}).raise_for_status()
+            return time.perf_counter() - started
+
+        # The add alone, with the idle search latency at each size it passes through (measured between
+        # requests, then past the server's window of recent searches before the next request).
+        for name in ("alone", "bench"):
+            assert client.post("/v1/collections", json={"name": name}).status_code == 201
+            seed = {"documents": [{"id": "seed", "text": "seed"}]}
+            client.post(f"/v1/collections/{name}/documents", json=seed)
+            client.post(f"/v1/collections/{name}/search", json=search)
+        idle_empty = timed_searches(client, "bench", search)
+        alone_seconds, idle_by_size = 0.0, {}
+        for i in range(0, docs, step):
+            time.sleep(ServedCollection.READ_WINDOW_S + 0.5)
+            alone_seconds += add_part("alone", i)
+            idle_by_size[min(docs, i + step)] = timed_searches(client, "alone", search)
+        time.sleep(ServedCollection.READ_WINDOW_S + 0.5)
+
+    added: dict[str, float] = {}
+
+    def add() -> None:
+        with httpx.Client(base_url=url, timeout=3600) as writer:
+            started = time.perf_counter()
+            for i in range(0, docs, step):
+                part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + step))]
+                writer.post("/v1/collections/bench/documents", json={"documents": part}).raise_for_status()
+            added["bench"] = time.perf_counter() - started
+
     with httpx.Client(base_url=url, timeout=600) as client:
-        assert client.post("/v1/collections", json={"name": "bench"}).status_code == 201
-        client.post("/v1/collections/bench/documents", json={"documents": [{"id": "seed", "text": "seed"}]})
-        search = {"query": "weather in Seoul today", "top_k": 5}
-        client.post("/v1/collections/bench/search", json=search)
-        idle = []
-        for _ in range(10):
-            started = time.perf_counter()
-            client.post("/v1/collections/bench/search", json=search).raise_for_status()
-            idle.append(time.perf_counter() - started)
-        corpus = load_corpus(docs, seed=1, lang="mixed")
-        added: dict[str, float] = {}
-
-        def add(name: str = "bench") -> None:
-            started = time.perf_counter()
-            with httpx.Client(base_url=url, timeout=3600) as writer:
-                for i in range(0, docs, 2000):
-                    part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + 2000))]
-                    writer.post(
-                        f"/v1/collections/{name}/documents", json={"documents": part}
-                    ).raise_for_status()
-            added[name] = time.perf_counter() - started
-
-        assert client.post("/v1/collections", json={"name": "alone"}).status_code == 201
-        add("alone")
-        time.sleep(3)  # past the server's window of recent searches
         thread = threading.Thread(target=add)
         thread.start()
         during = []
@@ -108,28 +131,23 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
             during.append(time.perf_counter() - started)
             time.sleep(0.25)
         thread.join()
-        after = []
-        for _ in range(10):
-            started = time.perf_counter()
-            client.post("/v1/collections/bench/search", json=search).raise_for_status()
-            after.append(time.perf_counter() - started)
-    idle_s = statistics.median(idle)
-    after_s = statistics.median(after)
+    idle_s = statistics.median([idle_empty, *idle_by_size.values()])
+    p50 = statistics.median(during)
     return {
         "documents": docs,
-        "add_alone_seconds": round(added["alone"], 1),
+        "add_alone_seconds": round(alone_seconds, 1),
         "add_seconds": round(added["bench"], 1),
+        "idle_search_ms_by_size": {"1": round(idle_empty * 1000, 1)}
+        | {str(k): round(v * 1000, 1) for k, v in idle_by_size.items()},
         "idle_search_ms": round(idle_s * 1000, 1),
         "searches_during_add": len(during),
-        "during_p50_ms": round(statistics.median(during) * 1000, 1),
+        "during_p50_ms": round(p50 * 1000, 1),
         "during_p90_ms": round(percentile(during, 0.9) * 1000, 1),
         "during_p99_ms": round(percentile(during, 0.99) * 1000, 1),
         "during_max_ms": round(max(during) * 1000, 1),
-        "p50_ratio_to_idle": round(statistics.median(during) / idle_s, 2),
+        "p50_ratio_to_idle": round(p50 / idle_s, 2),
+        "p90_ratio_to_idle": round(percentile(during, 0.9) / idle_s, 2),
         "max_ratio_to_idle": round(max(during) / idle_s, 2),
-        "idle_after_add_ms": round(after_s * 1000, 1),
-        "p50_ratio_to_idle_after_add": round(statistics.median(during) / after_s, 2),
-        "max_ratio_to_idle_after_add": round(max(during) / after_s, 2),
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +23,7 @@ class Stub:
 
     def __init__(self) -> None:
         self.lexical = SimpleNamespace(bm25=None)
-        self.encode_threads: Any = None
+        self.pace: Any = None
 
     def warm_up(self) -> None:
         pass
@@ -37,14 +38,14 @@ def test_writes_give_up_a_core_only_while_searches_are_coming() -> None:
     try:
         writer, twin = Stub(), Stub()
         served = ServedCollection(lambda: writer, lambda _: twin)  # type: ignore[arg-type,return-value]
-        assert writer.encode_threads is not None, "the served collection asks the server per batch"
+        assert writer.pace is not None, "the served collection asks the server per batch"
         started, release = threading.Event(), threading.Event()
-        seen: dict[str, Any] = {"alone": writer.encode_threads()}
+        seen: dict[str, Any] = {"alone": writer.pace()}
 
         def write() -> None:
             started.set()
             release.wait(10)
-            seen["after a search"] = writer.encode_threads()
+            seen["after a search"] = writer.pace()
 
         async def scenario() -> None:
             pending = asyncio.ensure_future(served.call(write))
@@ -55,7 +56,7 @@ def test_writes_give_up_a_core_only_while_searches_are_coming() -> None:
 
         asyncio.run(scenario())
         served._last_read -= served.READ_WINDOW_S
-        seen["searches stopped"] = writer.encode_threads()
+        seen["searches stopped"] = writer.pace()
         served.close()
         assert seen == {
             "alone": None,
@@ -80,14 +81,47 @@ def test_a_write_with_the_threads_hook_stores_the_same_vectors(tmp_path: Path, e
         counts.append(torch.get_num_threads())
         return 1
 
-    hooked.encode_threads = one_thread
+    hooked.pace = one_thread
     ids = [str(i) for i in range(len(texts))]
     plain.add(ids, texts, batch_size=4)
     hooked.add(ids, texts, batch_size=4)
-    assert len(counts) == 6, "asked once per batch of four"
+    assert len(counts) == 6 + 1, "asked once per encoding batch of four and once to tokenize"
     dim = plain.config["dim"]
     labels = np.arange(1, len(texts) + 1)
     a = plain.store.vectors_of(plain.config["model"], dim, labels)
     b = hooked.store.vectors_of(hooked.config["model"], dim, labels)
     np.testing.assert_allclose(a, b, atol=1e-5)
     assert torch.get_num_threads() == counts[0], "the thread count is restored after each batch"
+
+
+def test_a_write_waits_for_a_search_in_flight_before_its_next_batch() -> None:
+    writer, twin = Stub(), Stub()
+    served = ServedCollection(lambda: writer, lambda _: twin)  # type: ignore[arg-type,return-value]
+    writing, reading, release_read, release_write = (threading.Event() for _ in range(4))
+    waited: list[float] = []
+
+    def write() -> None:
+        writing.set()
+        reading.wait(10)
+        started = time.perf_counter()
+        writer.pace()
+        waited.append(time.perf_counter() - started)
+        release_write.wait(10)
+
+    def slow_read(collection: Any) -> None:
+        reading.set()
+        release_read.wait(10)
+
+    async def scenario() -> None:
+        pending = asyncio.ensure_future(served.call(write))
+        await asyncio.to_thread(writing.wait, 10)
+        search = asyncio.ensure_future(served.read(slow_read))
+        await asyncio.sleep(0.1)
+        release_read.set()
+        await search
+        release_write.set()
+        await pending
+
+    asyncio.run(scenario())
+    served.close()
+    assert 0.05 < waited[0] < served.MAX_PAUSE_S, f"the writer paused {waited[0]:.3f} s"

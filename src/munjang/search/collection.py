@@ -74,7 +74,7 @@ class Collection(CollectionSearch):
         self.chunking = ChunkingConfig.from_mapping(self.config.get("chunking"))
         self._planner: PassagePlanner | None = None
         self._encoder = encoder
-        self.encode_threads: Callable[[], int | None] | None = None
+        self.pace: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
@@ -239,19 +239,30 @@ class Collection(CollectionSearch):
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
 
     def _encode_documents(self, texts: list[str], prompt_name: str | None, batch_size: int) -> np.ndarray:
-        """`_encode` for a write. With an `encode_threads` hook (a server leaving cores to its
-        searches), each batch asks it how many torch threads to use; texts are sorted by length
-        first, so batches stay as evenly padded as the encoder's own sort would make them."""
-        if self.encode_threads is None or len(texts) <= batch_size:
-            with torch_threads(self.encode_threads() if self.encode_threads else None):
-                return self._encode(texts, prompt_name, batch_size, False)
+        """`_encode` for a write, paced batch by batch when a `pace` hook is set (see `_tokenize`);
+        texts are sorted by length first, so batches stay as evenly padded as the encoder's own
+        sort would make them."""
+        if self.pace is None:
+            return self._encode(texts, prompt_name, batch_size, False)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             part = order[start : start + batch_size]
-            with torch_threads(self.encode_threads()):
+            with torch_threads(self.pace()):
                 out[part] = self._encode([texts[i] for i in part], prompt_name, batch_size, False)
         return out
+
+    def _tokenize(self, texts: list[str], batch: int = 64) -> list[list[str]]:
+        """Lexical tokens for a write. A `pace` hook, set by a server that also answers searches on
+        this collection, is called before each batch of a write's work: it may wait while a search
+        is in flight and returns the torch threads the next encoding batch may use (None: all)."""
+        if self.pace is None:
+            return list(self._tokenizer().tokenize_many(texts))
+        tokens: list[list[str]] = []
+        for start in range(0, len(texts), batch):
+            self.pace()
+            tokens += self._tokenizer().tokenize_many(texts[start : start + batch])
+        return tokens
 
     def _tokenizer(self) -> Any:
         from .tokenizers import get_tokenizer
@@ -380,7 +391,7 @@ class Collection(CollectionSearch):
         hashes = [late_key(digests[i], p) if late and n > 1 else text_hash(p.encoded) for i, p, n in passages]
         cached = self.store.cached_hashes(model, hashes)
         to_encode, vectors = self._vectors(passages, hashes, cached, texts, titles, batch_size)
-        tokens = self._tokenizer().tokenize_many([p.encoded for _, p, _ in passages]) if passages else []
+        tokens = self._tokenize([p.encoded for _, p, _ in passages]) if passages else []
         rows = [
             NewRow(
                 ids[i],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,12 +51,14 @@ class ServedCollection:
     copy of the dense index), and rebuilds BM25 in the background. After a write, the writer brings
     its own BM25 up to date (if it has one) before reads come back to it, so no read pays for it.
 
-    While searches are coming (one in flight, or one in the last `READ_WINDOW_S`), a write encodes
-    each batch with one torch thread fewer than the process has, so a search finds a core free
-    instead of splitting every core with the add's batches; alone, it uses them all. torch keeps the
-    thread count per thread, so reads set theirs."""
+    Reads come first: before each batch of a write's work (`Collection.pace`), the writer waits
+    while a search is in flight (at most `MAX_PAUSE_S`), and while searches are coming (one in the
+    last `READ_WINDOW_S`) encodes with one torch thread fewer than the process has, so a search
+    finds a core free; alone, a write uses them all. torch keeps the thread count per thread, so
+    reads set theirs."""
 
     READ_WINDOW_S = 2.0
+    MAX_PAUSE_S = 0.25
 
     def __init__(
         self,
@@ -72,9 +75,10 @@ class ServedCollection:
         self._threads = torch.get_num_threads()
         self._reads_in_flight = 0
         self._last_read = -float("inf")
+        self._reads_done = threading.Condition()
         try:
             self.collection = self._writes.submit(open_collection).result()
-            self.collection.encode_threads = self._write_threads
+            self.collection.pace = self._pace
             self._writes.submit(self.collection.warm_up).result()
         except BaseException:
             self._writes.shutdown(wait=False)
@@ -91,8 +95,11 @@ class ServedCollection:
         finally:
             self.writing -= 1
 
-    def _write_threads(self) -> int | None:
-        """Torch threads for a write's next batch: all (None) unless searches are coming."""
+    def _pace(self) -> int | None:
+        """Called by the writer before each batch: wait for searches in flight, then the torch
+        threads for the batch (None: all, when no search came lately)."""
+        with self._reads_done:
+            self._reads_done.wait_for(lambda: not self._reads_in_flight, timeout=self.MAX_PAUSE_S)
         recent = self._reads_in_flight or time.monotonic() - self._last_read < self.READ_WINDOW_S
         return max(1, self._threads - 1) if recent else None
 
@@ -107,14 +114,17 @@ class ServedCollection:
 
     async def read(self, fn: Callable[[Collection], Any]) -> Any:
         """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
-        self._reads_in_flight += 1
+        with self._reads_done:
+            self._reads_in_flight += 1
         try:
             if not self.writing or self._open_twin is None:
                 return await self._run(self._writes, fn, self.collection)
             return await self._run(self._reads, self._as_read, lambda: fn(self._twin_collection()))
         finally:
-            self._reads_in_flight -= 1
-            self._last_read = time.monotonic()
+            with self._reads_done:
+                self._reads_in_flight -= 1
+                self._last_read = time.monotonic()
+                self._reads_done.notify_all()
 
     def _twin_collection(self) -> Collection:
         if self._twin is None:
