@@ -9,6 +9,8 @@ and search latency per question.
     python bench/autorag.py                         # every chunking setting, no rerank
     python bench/autorag.py --chunking window --methods hybrid --cross-encoder runs/ce-korsts-e5/best \
         --name autorag_rerank
+    python bench/autorag.py --chunking window,128 --methods bm25,dense --split window:128 \
+        --name autorag_split      # BM25 over one passage size, dense over another, fused per page
 
 Collections are kept in --cache (default: a folder in the temp dir) and reused by later runs with the
 same settings; --rebuild builds them again.
@@ -90,6 +92,29 @@ def run_method(
     }
 
 
+def split_sizes(
+    lexical: Collection, dense: Collection, questions: dict[str, str], relevant: dict[str, set[str]]
+) -> dict[str, Any]:
+    """Hybrid with BM25 from one collection and dense from another (other passage sizes), each
+    ranking pages (best passage), fused per page with the library's default weights and
+    normalization: the measure of an idea, not something a collection does."""
+    from munjang.search.collection_search import HYBRID_NORMALIZATION, HYBRID_WEIGHTS
+    from munjang.search.hybrid import fuse
+
+    rankings: dict[str, list[str]] = {}
+    for qid, text in questions.items():
+        pairs = ((dense, "dense"), (lexical, "lexical"))
+        lists = [[(h.id, h.score) for h in c.search(text, k=50, mode=m)] for c, m in pairs]
+        fused = fuse(lists, method="weighted", weights=HYBRID_WEIGHTS, normalization=HYBRID_NORMALIZATION)
+        rankings[qid] = [str(h.key) for h in fused[:10]]
+    metrics = evaluate_rankings(rankings, relevant, k_values=KS)
+    return {
+        **{f"recall@{k}": round(autorag_recall(rankings, relevant, k), 4) for k in KS},
+        "ndcg@10": round(metrics["ndcg@10"], 4),
+        "mrr@10": round(metrics["mrr@10"], 4),
+    }
+
+
 def build(
     cache: Path, name: str, pages: dict[str, str], encoder: Any, rebuild: bool
 ) -> tuple[Collection, float | None]:
@@ -114,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
     parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
+    parser.add_argument("--split", default=None, help="LEX:DENSE chunking names for a split-size hybrid row")
     args = parser.parse_args(argv)
     env = print_environment()
     pages, questions, relevant = load_autorag()
@@ -144,6 +170,17 @@ def main(argv: list[str] | None = None) -> int:
             )
         col.close()
         results[name] = row
+    if args.split:
+        lex_name, dense_name = args.split.split(":")
+        lex, _ = build(args.cache, lex_name, pages, encoder, False)
+        dense, _ = build(args.cache, dense_name, pages, encoder, False)
+        m = split_sizes(lex, dense, questions, relevant)
+        results[f"split bm25@{lex_name} dense@{dense_name}"] = m
+        print(
+            f"split bm25@{lex_name} dense@{dense_name}: R@1 {m['recall@1']:.3f} R@5 {m['recall@5']:.3f} "
+            f"nDCG@10 {m['ndcg@10']:.3f}",
+            flush=True,
+        )
     path = write_result(
         args.name,
         {"model": MODEL, "cross_encoder": args.cross_encoder, "rerank_k": args.rerank_k, "results": results},
