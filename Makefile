@@ -24,8 +24,8 @@ install: $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 
-# The server on the embedded model with the demo collection (Korean and English); it prints the
-# page's URL. `munjang demo` prints the same model's similarity matrix and searches instead.
+# The server on the default models (multilingual-e5-small, pulled on first use, and the embedded
+# all-MiniLM-L6-v2) with the demo collection (Korean and English); it prints the page's URL.
 run: install
 	$(BIN)/munjang serve --demo
 
@@ -76,6 +76,7 @@ clean:
 	rm -rf $(VENV) $(PEERS) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # munjang's own Korean model: trains examples/korean_model.yaml (multilingual-e5-small on KorSTS +
-# KorNLI, ~1 hour on 2 cores) and installs it as munjang-ko-small (load_encoder("munjang-ko-small")).
+# KorNLI; its time is in docs/benchmarks.md) and installs it as munjang-ko-small
+# (load_encoder("munjang-ko-small")).
 korean-model: install
 	$(BIN)/munjang train --config examples/korean_model.yaml --register munjang-ko-small --force

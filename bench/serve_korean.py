@@ -8,8 +8,8 @@
 3. The demo collection: leave-one-out over its 30 Korean documents through
    POST /v1/collections/demo/search (hybrid, the route's default): the share whose best hit other
    than itself is of its own topic (food, weather, sport, technology, animals, travel).
-4. A few Korean queries and their top 3 (the README's examples).
-5. The same for `--model all-MiniLM-L6-v2` (the previous default), in a second server.
+4. A few Korean queries and their top 3 (the examples in docs/benchmarks.md).
+5. The same for `--model all-MiniLM-L6-v2` (English only), in a second server.
 
     python bench/serve_korean.py                 # writes bench/results/serve_korean.json
 """

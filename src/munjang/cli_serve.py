@@ -13,9 +13,8 @@ from .cli_options import BackendOption, DeviceOption, PrecisionOption, ThreadsOp
 
 def _default_model_processes(encoders: dict[str, Any]) -> int:
     """Two processes per model on a CPU with two or more cores (one batch's hand-over overlaps the
-    other's compute, and single-threaded workers never wait on each other: measured 0.90x
-    in-process throughput under load on 2 cores, against 0.68x with one 2-thread process), one on a
-    GPU."""
+    other's compute, and single-threaded workers never wait on each other; the server-load rows of
+    docs/benchmarks.md compare this with one 2-thread process), one on a GPU."""
     if any(e.device.type != "cpu" for e in encoders.values()):
         return 1
     from .inference.hardware import usable_cores
@@ -137,7 +136,7 @@ def serve(
     require("fastapi")
 
     # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
-    # only fight the model's threads for the cores (measured: -25% throughput under load).
+    # only fight the model's threads for the cores and lower the throughput under load.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     from .cross_encoder import load_cross_encoder

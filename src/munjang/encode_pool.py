@@ -91,13 +91,14 @@ class EncoderProcess:
 
     A server keeps its model here so that request handling (JSON, tokenization, the event loop)
     never competes with the model loop for the interpreter lock: with both in one process, the
-    model waits for the lock after every operation (measured on 2 cores: ~0.6x the throughput).
+    model waits for the lock after every operation (the server-load rows of docs/benchmarks.md
+    compare the two).
     If the process dies it is started again on the next call, and that call fails.
 
     Served batches come in ever new shapes, and oneDNN caches a compiled kernel per shape (1,024 by
     default): the process keeps `primitive_cache` of them and two malloc arenas, so its memory
-    levels off within a minute instead of growing by ~300 MB over the first minutes of traffic
-    (measured on MiniLM: 664 -> 693 MiB, against 669 -> 888 MiB with the defaults, same speed).
+    levels off within a minute of traffic instead of growing for minutes with every new shape, at
+    the same speed.
     """
 
     def __init__(

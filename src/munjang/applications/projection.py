@@ -1,5 +1,5 @@
 """2-D maps of embeddings: PCA (numpy, always there) or UMAP (when `umap-learn` is installed:
-`pip install munjang[umap]`; its first call compiles for ~30 s).
+`pip install munjang[umap]`; its first call in a process compiles numba code, which takes a while).
 
 A map puts similar sentences near each other so a person can see a collection's topics at a
 glance; the server's web page draws it and shows each point's text on hover.

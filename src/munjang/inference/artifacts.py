@@ -8,7 +8,8 @@ package such as the embedded default model in site-packages, which pip owns) the
 Identity. The fingerprint is a SHA-256 over the backbone's class, its config JSON and the name, dtype,
 shape and bytes of every parameter and buffer of the model in memory. It is exact (a model fine-tuned
 in memory but not saved, or a folder re-saved after training, gets a new fingerprint) and cheap
-(about 0.1 s for a 90 MB model), unlike file sizes or mtimes, which say nothing about what was loaded.
+(one SHA-256 pass over bytes already in memory), unlike file sizes or mtimes, which say nothing
+about what was loaded.
 
 Reuse. Each artefact `<name>.onnx` has a manifest `<name>.json` (munjang and library versions, opset,
 precision, fingerprint, the file's SHA-256). A missing, stale or corrupt artefact is rebuilt, with a

@@ -51,8 +51,8 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     """Run torch with `threads` intra-op threads for a while (None: leave it alone).
 
     Used around the pooling that follows an ONNX Runtime / OpenVINO call: torch's OpenMP workers
-    spin after each tiny op and would take the cores from the runtime's own thread pool (measured:
-    ~20% of ONNX Runtime's throughput on 2 cores). torch's setting is process-wide.
+    spin after each tiny op and would take the cores from the runtime's own thread pool, cutting its
+    throughput sharply. torch's setting is process-wide.
     """
     if threads is None or threads == torch.get_num_threads():
         yield

@@ -2,12 +2,12 @@
 
 Variants, each a cached artefact (see `artifacts`):
 
-- "fp32": the backbone exported with torch's TorchScript exporter (`dynamo=False`: about 3 s for
-  MiniLM against 8-10 s for the dynamo exporter, which is the fallback), inputs `input_ids`,
+- "fp32": the backbone exported with torch's TorchScript exporter (`dynamo=False`: several times
+  quicker to export than the dynamo exporter, which is the fallback), inputs `input_ids`,
   `attention_mask` [, `token_type_ids`] with dynamic batch and sequence axes, output `last_hidden_state`.
   Used by ONNX Runtime and OpenVINO alike. (ONNX Runtime's `transformers.optimizer` BERT fusion was
-  measured against it on MiniLM and lost: 10-20% slower on short sentences, no faster on ~110-token
-  inputs; so it is not applied.)
+  compared with it on MiniLM and lost: slower on short sentences, no faster on longer inputs; so it
+  is not applied.)
 - "int8-dynamic": "fp32" with dynamic int8 quantization for ONNX Runtime: int8 symmetric per-channel
   weights, uint8 activations quantized per batch: sentence-transformers' "avx512_vnni" settings (its
   "Add" has no dynamic int8 form, so only MatMul changes); quantizing the fused graph was slower.
@@ -260,7 +260,7 @@ class _PreprocessingHint(logging.Filter):
 
 @contextlib.contextmanager
 def _without_preprocessing_hint() -> Iterator[None]:
-    """Hide ONNX Runtime's root-logger advice to pre-process (measured: no gain in speed or accuracy)."""
+    """Hide ONNX Runtime's root-logger advice to pre-process (following it gains no speed or accuracy)."""
     hint = _PreprocessingHint()
     root = logging.getLogger()
     root.addFilter(hint)

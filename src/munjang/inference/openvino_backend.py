@@ -3,19 +3,19 @@
 OpenVINO reads the ONNX artefact directly. fp32 compiles the plain export with the inference
 precision pinned to f32: on CPUs with bf16 support OpenVINO would otherwise run in bf16 without saying
 so. bf16 compiles the same graph with the inference precision set to bf16 on CPUs that have bf16
-instructions (AVX-512 BF16 or AMX): matmuls in bf16 with float accumulation, mean cosine to fp32
-0.99999 on MiniLM. On a 2-core AVX-512 BF16 EPYC its FullyConnected layers run at ~730 GFLOP/s (the
-bf16 peak there) and it was the fastest graph at fp32 accuracy (bench/int8_variants.py: 1.22x the int8
-graph); end to end it is within machine noise of int8, closer to fp32, and needs no calibration. int8
+instructions (AVX-512 BF16 or AMX): matmuls in bf16 with float accumulation. On such a CPU it is the
+fastest graph at fp32 accuracy (bench/int8_variants.py; figures in docs/benchmarks.md); end to end it
+keeps pace with int8, stays closer to fp32, and needs no calibration. int8
 compiles the graph whose MatMul weights are int8 (per output channel, symmetric); OpenVINO
 then runs those MatMuls in int8, quantizing activations on the fly in groups, which is both faster and
-closer to fp32 than feeding it ONNX Runtime's dynamically quantized graph (measured slower than fp32).
+closer to fp32 than feeding it ONNX Runtime's dynamically quantized graph (which OpenVINO runs slower
+than fp32).
 
 Calls with many batches (`token_embeddings_many`, which `encode` uses) run on a second compilation of
 the same graph with OpenVINO's throughput hint: one stream per thread on 2 threads (OpenVINO's choice
 beyond), a batch in flight on each and one queued, results in input order. Streams never wait for each
-other at a layer boundary and the caller pads and pools while they run: on 2 cores, MiniLM bf16 encodes
-7% faster end to end than one batch at a time with both threads (same vectors). Single sentences and
+other at a layer boundary and the caller pads and pools while they run, so a long call finishes sooner
+than one batch at a time with every thread, with the same vectors. Single sentences and
 one-batch calls keep the latency compilation, which gives every thread to the one request.
 """
 
@@ -114,9 +114,9 @@ class OpenVinoBackend:
 
     @property
     def streams(self) -> int:
-        """Streams of the throughput model: one per thread up to 2 threads (measured on 2 cores, and
-        OpenVINO's own choice there); beyond that OpenVINO's choice for the model and the cores, read
-        from the throughput compilation (built here if it is not yet)."""
+        """Streams of the throughput model: one per thread up to 2 threads (the best setting on a
+        2-core machine, and OpenVINO's own choice there); beyond that OpenVINO's choice for the model
+        and the cores, read from the throughput compilation (built here if it is not yet)."""
         if self.threads <= 2:
             return self.threads
         return int(self._throughput_model().get_property("NUM_STREAMS"))

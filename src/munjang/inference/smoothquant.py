@@ -9,8 +9,8 @@ weight MatMuls that read the same input X, with weights W (input channels as row
 The graph divides X by s (one Mul, before the MatMuls) and the weights' rows are multiplied by s, which
 in float is the same function (checked by the tests); int8 then loses less on X / s. max|X_j| comes
 from the float graph run on calibration sentences: the bundled demo sentences (Korean and English) by
-default. Measured on MiniLM (bench/int8_variants.py): mean cosine to fp32 0.99962 instead of 0.99934 at
-the same speed; e5-small on Korean: 0.99988 instead of 0.99983.
+default. It brings the int8 graph closer to fp32 at the same speed (bench/int8_variants.py; figures
+in docs/benchmarks.md).
 """
 
 from __future__ import annotations

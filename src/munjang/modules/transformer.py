@@ -177,7 +177,8 @@ class Transformer(Module):
         self, rust: Any, texts: list[str], pairs: list[str] | None, truncate: bool
     ) -> dict[str, list[list[int]]]:
         """The same ids as the transformers call, straight from the Rust tokenizer: transformers'
-        per-sentence conversion of the results into Python dicts costs ~8x the tokenization itself."""
+        per-sentence conversion of the results into Python dicts costs several times the tokenization
+        itself."""
         if truncate:
             side = getattr(self.tokenizer, "truncation_side", "right")
             rust.enable_truncation(self.max_seq_length, strategy="longest_first", direction=side)

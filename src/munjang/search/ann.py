@@ -9,8 +9,8 @@ usearch was chosen over faiss-cpu and hnswlib by measurement (bench/ann_choice.p
 same recall at the same graph settings, and it is the only one of the three with delete, incremental add
 without a fixed capacity, 64-bit ids, save/load and a memory-mapped view all at once (faiss's HNSW cannot
 delete; hnswlib has a fixed capacity, soft delete only, no memory-mapped load). Its f32 distance kernels
-are slower than the other two on the benchmark CPU (build 2-3x, search 1.5-3x); storing "f16" halves the
-vector memory and closes most of that gap with unchanged recall@10.
+are slower than the other two on the benchmark CPU, both to build and to search; storing "f16" halves the
+vector memory and closes most of that gap with unchanged recall@10 (figures in docs/benchmarks.md).
 
 File format: the usearch index bytes, then a JSON footer (format, version, configuration, count, payload
 size), then 16 bytes (footer length as little-endian uint64, magic). One file, written to a temporary
@@ -335,7 +335,7 @@ class HNSWIndex:
         """Bytes usearch has allocated: vectors, graph and reserved capacity (for a view: bookkeeping only).
 
         Reserved capacity that was never written is not resident, so this can exceed the process's actual
-        growth (d=384 f32, M=16, 100k vectors: 2.9 KB allocated vs 1.7 KB resident per vector).
+        growth (docs/benchmarks.md, HNSW row, gives both for 100k vectors).
         """
         return int(self._index.memory_usage)
 
