@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from .checks import check_same_length
 
 FORMATS = ("auto", "korsts", "stsb", "klue", "generic")
 KORSTS_HEADER = ("genre", "filename", "year", "id", "score", "sentence1", "sentence2")
@@ -57,11 +58,7 @@ class STSData:
     source: str = ""
 
     def __post_init__(self) -> None:
-        if not len(self.sentences1) == len(self.sentences2) == len(self.scores):
-            raise ValueError(
-                f"sentences1, sentences2 and scores differ in length: "
-                f"{len(self.sentences1)}, {len(self.sentences2)}, {len(self.scores)}"
-            )
+        check_same_length(sentences1=self.sentences1, sentences2=self.sentences2, scores=self.scores)
 
     def __len__(self) -> int:
         return len(self.scores)

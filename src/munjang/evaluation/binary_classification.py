@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..data.checks import check_same_length
 from ..data.example import Example
 from ..similarity import pairwise_similarity
 from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
@@ -168,11 +169,7 @@ class BinaryClassificationEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if not len(sentences1) == len(sentences2) == len(labels):
-            raise ValueError(
-                f"sentences1, sentences2 and labels differ in length: "
-                f"{len(sentences1)}, {len(sentences2)}, {len(labels)}"
-            )
+        check_same_length(sentences1=sentences1, sentences2=sentences2, labels=labels)
         bad = next((x for x in labels if x not in (0, 1)), None)
         if bad is not None:
             raise ValueError(f"labels must be 0 (dissimilar) or 1 (similar), got {bad!r}")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from ..data.checks import check_same_length
 from ..data.sts import STSData
 from ..similarity import pairwise_similarity
 from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
@@ -52,11 +53,7 @@ class STSEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if not len(sentences1) == len(sentences2) == len(scores):
-            raise ValueError(
-                f"sentences1, sentences2 and scores differ in length: "
-                f"{len(sentences1)}, {len(sentences2)}, {len(scores)}"
-            )
+        check_same_length(sentences1=sentences1, sentences2=sentences2, scores=scores)
         if len(scores) < 2:
             raise ValueError(f"correlation needs at least 2 pairs, got {len(scores)}")
         gold = np.asarray(scores, dtype=np.float64)

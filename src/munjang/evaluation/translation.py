@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.checks import check_same_length
 from ..data.parallel import ParallelData
 from ..similarity import MATRIX_FUNCTIONS, similarity
 from .base import Evaluator, SupportsEncode
@@ -45,11 +46,7 @@ class TranslationEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if len(source_sentences) != len(target_sentences):
-            raise ValueError(
-                f"source_sentences and target_sentences differ in length: "
-                f"{len(source_sentences)}, {len(target_sentences)}"
-            )
+        check_same_length(source_sentences=source_sentences, target_sentences=target_sentences)
         if not source_sentences:
             raise ValueError("no sentence pairs to evaluate")
         super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "mean_accuracy")
