@@ -198,12 +198,11 @@ class BinaryClassificationEvaluator(Evaluator):
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return the threshold metrics for each similarity function."""
         main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
-        n = len(self.labels)
-        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
+        embeddings1, embeddings2 = self.encode_columns(encoder, self.sentences1, self.sentences2)
         labels = np.asarray(self.labels, dtype=np.int64)
         metrics: dict[str, float] = {}
         for fn in fns:
-            similarities = np.asarray(pairwise_similarity(vectors[:n], vectors[n:], fn), dtype=np.float64)
+            similarities = np.asarray(pairwise_similarity(embeddings1, embeddings2, fn), dtype=np.float64)
             greater = fn not in DISTANCE_FNS
             scores = similarities if greater else -similarities
             accuracy, accuracy_threshold = best_accuracy_threshold(scores, labels, greater)

@@ -80,9 +80,8 @@ class STSEvaluator(Evaluator):
 
     def embed(self, encoder: SupportsEncode) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings of both sides, (n, dim) each, encoding every distinct sentence once."""
-        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
-        n = len(self.sentences1)
-        return vectors[:n], vectors[n:]
+        embeddings1, embeddings2 = self.encode_columns(encoder, self.sentences1, self.sentences2)
+        return embeddings1, embeddings2
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return Pearson and Spearman correlations for each similarity function.

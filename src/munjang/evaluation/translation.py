@@ -79,9 +79,7 @@ class TranslationEvaluator(Evaluator):
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode both sides and return the matching accuracy in each direction and their mean."""
-        n = len(self.source_sentences)
-        vectors = self.encode(encoder, [*self.source_sentences, *self.target_sentences])
-        sources, targets = vectors[:n], vectors[n:]
+        sources, targets = self.encode_columns(encoder, self.source_sentences, self.target_sentences)
         src2trg = self._matches(sources, targets, self.target_sentences)
         trg2src = self._matches(targets, sources, self.source_sentences)
         logger.info(

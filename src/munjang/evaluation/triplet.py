@@ -93,9 +93,9 @@ class TripletEvaluator(Evaluator):
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the triplets and return the accuracy for each similarity function."""
         main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
-        n = len(self.anchors)
-        vectors = self.encode(encoder, [*self.anchors, *self.positives, *self.negatives])
-        anchors, positives, negatives = vectors[:n], vectors[n : 2 * n], vectors[2 * n :]
+        anchors, positives, negatives = self.encode_columns(
+            encoder, self.anchors, self.positives, self.negatives
+        )
         metrics: dict[str, float] = {}
         for fn in fns:
             positive = np.asarray(pairwise_similarity(anchors, positives, fn))
