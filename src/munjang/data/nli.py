@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import check_same_length
 from .example import Example
 from .sts import Column
 from .table import TableFile
@@ -45,11 +46,7 @@ class NLIData:
     skipped_unlabeled: int = 0
 
     def __post_init__(self) -> None:
-        if not len(self.premises) == len(self.hypotheses) == len(self.labels):
-            raise ValueError(
-                f"premises, hypotheses and labels differ in length: "
-                f"{len(self.premises)}, {len(self.hypotheses)}, {len(self.labels)}"
-            )
+        check_same_length(premises=self.premises, hypotheses=self.hypotheses, labels=self.labels)
         bad = [x for x in self.labels if isinstance(x, bool) or x not in range(len(NLI_LABELS))]
         if bad:
             raise ValueError(f"labels must be class indices 0-{len(NLI_LABELS) - 1}, got {bad[0]!r}")

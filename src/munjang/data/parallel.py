@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DataFormatError
+from .checks import check_same_length
 from .sts import KORSTS_HEADER, STSB_MIN_FIELDS, Column, RowReader
 from .table import TableFile
 
@@ -44,10 +45,7 @@ class ParallelData:
     info: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if len(self.sources) != len(self.targets):
-            raise ValueError(
-                f"sources and targets differ in length: {len(self.sources)}, {len(self.targets)}"
-            )
+        check_same_length(sources=self.sources, targets=self.targets)
 
     def __len__(self) -> int:
         return len(self.sources)

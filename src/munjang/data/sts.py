@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from .checks import check_same_length
 
 FORMATS = ("auto", "korsts", "stsb", "klue", "generic")
 KORSTS_HEADER = ("genre", "filename", "year", "id", "score", "sentence1", "sentence2")
@@ -43,6 +44,8 @@ STSB_MIN_FIELDS = 7
 STSB_COLUMNS = (5, 6, 4)  # sentence1, sentence2, score (0-based)
 DEFAULT_COLUMNS = ("sentence1", "sentence2", "score")
 QUOTING_MODES = (csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONNUMERIC, csv.QUOTE_NONE)
+# Ends the error for a column name missing from the header of a file read as the generic format.
+GENERIC_HINT = " (read as a generic table; pass format= or the sentence1/sentence2/score column names)"
 
 Column = str | int
 
@@ -57,11 +60,7 @@ class STSData:
     source: str = ""
 
     def __post_init__(self) -> None:
-        if not len(self.sentences1) == len(self.sentences2) == len(self.scores):
-            raise ValueError(
-                f"sentences1, sentences2 and scores differ in length: "
-                f"{len(self.sentences1)}, {len(self.sentences2)}, {len(self.scores)}"
-            )
+        check_same_length(sentences1=self.sentences1, sentences2=self.sentences2, scores=self.scores)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -296,57 +295,84 @@ class RowReader:
         has_header: bool | None,
         quoting: int | None,
     ) -> STSData:
-        if self.suffix in (".json", ".jsonl") or self.first_line().lstrip()[:1] in ("[", "{"):
-            if delimiter is not None or has_header is not None or quoting is not None:
-                raise ValueError("delimiter, has_header and quoting do not apply to JSON files")
+        is_json, delimiter, quoting = self.table_layout(delimiter, has_header, quoting)
+        if is_json:
             return self.generic_json(columns)
+        s1: list[str] = []
+        s2: list[str] = []
+        scores: list[float] = []
+        records = self.delimited_records(columns, delimiter, quoting, has_header, GENERIC_HINT)
+        for line, (sentence1, sentence2, score) in records:
+            scores.append(self.score(score, line))
+            s1.append(self.sentence(sentence1, line, columns[0]))
+            s2.append(self.sentence(sentence2, line, columns[1]))
+        return self.result(s1, s2, scores)
+
+    # -- tables (the generic format here, every format of `TableFile`) -------------------------
+    def table_layout(
+        self, delimiter: str | None, has_header: bool | None, quoting: int | None
+    ) -> tuple[bool, str, int]:
+        """(is JSON, delimiter, csv quoting) for reading this file as a table.
+
+        JSON (or JSON Lines) by the extension or a leading ``[``/``{``, and then the delimited-file
+        options must be unset. Otherwise the delimiter defaults to `delimiter_for`, and quoting to
+        standard CSV quoting for ``.csv``, `csv.QUOTE_NONE` for anything else.
+        """
+        first = self.first_line()
+        is_json = self.suffix in (".json", ".jsonl") or first.lstrip()[:1] in ("[", "{")
+        if is_json and (delimiter is not None or has_header is not None or quoting is not None):
+            raise ValueError("delimiter, has_header and quoting do not apply to JSON files")
         if delimiter is None:
-            delimiter = delimiter_for(self.suffix, self.first_line())
+            delimiter = delimiter_for(self.suffix, first)
         if quoting is None:
             quoting = csv.QUOTE_MINIMAL if self.suffix == ".csv" else csv.QUOTE_NONE
+        return is_json, delimiter, quoting
+
+    def delimited_records(
+        self,
+        columns: Sequence[Column],
+        delimiter: str,
+        quoting: int,
+        has_header: bool | None,
+        missing_hint: str = "",
+    ) -> Iterator[tuple[int, list[str]]]:
+        """(line, the fields of `columns`) for every row of a delimited file, header and width checked.
+
+        A header row is read when `has_header`, or (None) when a column is given by name; then every
+        row must be as wide as the header. `missing_hint` ends the error for a name the header lacks.
+        """
         by_name = [c for c in columns if isinstance(c, str)]
         if has_header is None:
             has_header = bool(by_name)
         if by_name and not has_header:
             raise ValueError(f"columns given by name ({', '.join(by_name)}) need a header row")
-
         rows = self.rows(delimiter, quoting)
         width: int | None = None
         if has_header:
             header = next(rows, None)
             if header is None:
-                raise DataFormatError(f"{self.display}: no sentence pairs in the file")
+                return
             line, names = header
             width = len(names)
-            indices = [self.header_index(c, names, line) for c in columns]
+            indices = [self.header_index(c, names, line, missing_hint) for c in columns]
         else:
             indices = [int(c) for c in columns]
         need = max(indices) + 1
-        s1: list[str] = []
-        s2: list[str] = []
-        scores: list[float] = []
         for line, fields in rows:
             if width is not None and len(fields) != width:
                 raise self.error(line, f"{len(fields)} fields, but the header has {width}")
             if len(fields) < need:
                 raise self.error(line, f"{len(fields)} fields, need at least {need}")
-            scores.append(self.score(fields[indices[2]], line))
-            s1.append(self.sentence(fields[indices[0]], line, columns[0]))
-            s2.append(self.sentence(fields[indices[1]], line, columns[1]))
-        return self.result(s1, s2, scores)
+            yield line, [fields[i] for i in indices]
 
-    def header_index(self, column: Column, names: Sequence[str], line: int) -> int:
+    def header_index(self, column: Column, names: Sequence[str], line: int, missing_hint: str = "") -> int:
         if isinstance(column, int):
             if not 0 <= column < len(names):
                 raise self.error(line, f"column index {column} is outside the header's {len(names)} columns")
             return column
         stripped = [n.strip() for n in names]
         if column not in stripped:
-            raise self.error(
-                line,
-                f"no column {column!r} in the header {stripped!r} (read as a generic table; "
-                f"pass format= or the sentence1/sentence2/score column names)",
-            )
+            raise self.error(line, f"no column {column!r} in the header {stripped!r}{missing_hint}")
         return stripped.index(column)
 
     # -- JSON ----------------------------------------------------------------------------------
@@ -364,6 +390,13 @@ class RowReader:
                 yield number, json.loads(line)
             except json.JSONDecodeError as err:
                 raise self.error(number, f"invalid JSON ({err.msg} at column {err.colno})") from err
+
+    def json_objects(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, object) for each record of `json_records`; a record that is not an object raises."""
+        for line, item in self.json_records():
+            if not isinstance(item, dict):
+                raise self.error(line, f"expected a JSON object, got {type(item).__name__}")
+            yield line, item
 
     def _json_array(self, start: int) -> Iterator[tuple[int, Any]]:
         """Items of the JSON array opening at `start`, each with the line it starts on."""
@@ -404,9 +437,7 @@ class RowReader:
         s1: list[str] = []
         s2: list[str] = []
         scores: list[float] = []
-        for line, item in self.json_records():
-            if not isinstance(item, dict):
-                raise self.error(line, f"expected a JSON object, got {type(item).__name__}")
+        for line, item in self.json_objects():
             labels = item.get("labels")
             if not isinstance(labels, dict) or "label" not in labels:
                 raise self.error(line, "missing labels.label (the 0-5 similarity score)")
@@ -423,9 +454,7 @@ class RowReader:
         s1: list[str] = []
         s2: list[str] = []
         scores: list[float] = []
-        for line, item in self.json_records():
-            if not isinstance(item, dict):
-                raise self.error(line, f"expected a JSON object, got {type(item).__name__}")
+        for line, item in self.json_objects():
             if name_score not in item:
                 raise self.error(line, f"no {name_score!r} field")
             scores.append(self.score(item[name_score], line))

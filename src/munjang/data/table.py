@@ -11,7 +11,6 @@ is short of fields, has an empty or non-string text, or a label that cannot be r
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 
 from ..errors import DataFormatError
 from .example import Example
-from .sts import QUOTING_MODES, Column, RowReader, delimiter_for
+from .sts import QUOTING_MODES, Column, RowReader
 
 LabelType = type[float] | type[int] | Mapping[str, int]
 
@@ -51,14 +50,7 @@ class TableFile:
             raise FileNotFoundError(f"data file not found: {path}")
         self._reader = RowReader(file, display=os.fspath(path), min_score=0.0, max_score=0.0)
         self.display = self._reader.display
-        first = self._reader.first_line()
-        self.is_json = self._reader.suffix in (".json", ".jsonl") or first.lstrip()[:1] in ("[", "{")
-        if self.is_json and (delimiter is not None or has_header is not None or quoting is not None):
-            raise ValueError("delimiter, has_header and quoting do not apply to JSON files")
-        self.delimiter = delimiter if delimiter is not None else delimiter_for(self._reader.suffix, first)
-        if quoting is None:
-            quoting = csv.QUOTE_MINIMAL if self._reader.suffix == ".csv" else csv.QUOTE_NONE
-        self.quoting = quoting
+        self.is_json, self.delimiter, self.quoting = self._reader.table_layout(delimiter, has_header, quoting)
         self.has_header = has_header
 
     def error(self, line: int, message: str) -> DataFormatError:
@@ -83,53 +75,18 @@ class TableFile:
         if self.is_json:
             yield from self._json_records(columns)
         else:
-            yield from self._delimited_records(columns)
+            yield from self._reader.delimited_records(columns, self.delimiter, self.quoting, self.has_header)
 
     def _json_records(self, columns: Sequence[Column]) -> Iterator[tuple[int, list[Any]]]:
         numeric = [c for c in columns if not isinstance(c, str)]
         if numeric:
             raise ValueError(f"JSON records need field names, not indices {numeric}")
-        for line, item in self._reader.json_records():
-            if not isinstance(item, dict):
-                raise self.error(line, f"expected a JSON object, got {type(item).__name__}")
-            missing = [c for c in columns if c not in item]
+        names = [str(c) for c in columns]
+        for line, item in self._reader.json_objects():
+            missing = [name for name in names if name not in item]
             if missing:
                 raise self.error(line, f"no {missing[0]!r} field")
-            yield line, [item[c] for c in columns]
-
-    def _delimited_records(self, columns: Sequence[Column]) -> Iterator[tuple[int, list[Any]]]:
-        by_name = [c for c in columns if isinstance(c, str)]
-        has_header = bool(by_name) if self.has_header is None else self.has_header
-        if by_name and not has_header:
-            raise ValueError(f"columns given by name ({', '.join(by_name)}) need a header row")
-        rows = self._reader.rows(self.delimiter, self.quoting)
-        width: int | None = None
-        if has_header:
-            header = next(rows, None)
-            if header is None:
-                return
-            line, names = header
-            width = len(names)
-            indices = [self._header_index(c, names, line) for c in columns]
-        else:
-            indices = [int(c) for c in columns]
-        need = max(indices) + 1
-        for line, fields in rows:
-            if width is not None and len(fields) != width:
-                raise self.error(line, f"{len(fields)} fields, but the header has {width}")
-            if len(fields) < need:
-                raise self.error(line, f"{len(fields)} fields, need at least {need}")
-            yield line, [fields[i] for i in indices]
-
-    def _header_index(self, column: Column, names: Sequence[str], line: int) -> int:
-        if isinstance(column, int):
-            if column >= len(names):
-                raise self.error(line, f"column index {column} is outside the header's {len(names)} columns")
-            return column
-        stripped = [n.strip() for n in names]
-        if column not in stripped:
-            raise self.error(line, f"no column {column!r} in the header {stripped!r}")
-        return stripped.index(column)
+            yield line, [item[name] for name in names]
 
 
 def read_table(

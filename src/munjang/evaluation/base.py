@@ -143,6 +143,12 @@ class Evaluator(ABC):
             show_progress_bar=self.show_progress_bar,
         )
 
+    def encode_columns(self, encoder: SupportsEncode, *columns: Sequence[str]) -> list[np.ndarray]:
+        """Embeddings of each of `columns`, (len(column), dim) each, from one `encode` over all of them,
+        so a text found in several columns (or twice in one) is encoded once."""
+        vectors = self.encode(encoder, [text for column in columns for text in column])
+        return np.split(vectors, np.cumsum([len(column) for column in columns[:-1]]))
+
     def get_config_dict(self) -> dict[str, Any]:
         """The settings that change the numbers (for model cards and result logs); unset ones are left out."""
         config = self._settings()

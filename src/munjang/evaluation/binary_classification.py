@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..data.checks import check_same_length
 from ..data.example import Example
 from ..similarity import pairwise_similarity
 from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
@@ -168,11 +169,7 @@ class BinaryClassificationEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if not len(sentences1) == len(sentences2) == len(labels):
-            raise ValueError(
-                f"sentences1, sentences2 and labels differ in length: "
-                f"{len(sentences1)}, {len(sentences2)}, {len(labels)}"
-            )
+        check_same_length(sentences1=sentences1, sentences2=sentences2, labels=labels)
         bad = next((x for x in labels if x not in (0, 1)), None)
         if bad is not None:
             raise ValueError(f"labels must be 0 (dissimilar) or 1 (similar), got {bad!r}")
@@ -201,12 +198,11 @@ class BinaryClassificationEvaluator(Evaluator):
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return the threshold metrics for each similarity function."""
         main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
-        n = len(self.labels)
-        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
+        embeddings1, embeddings2 = self.encode_columns(encoder, self.sentences1, self.sentences2)
         labels = np.asarray(self.labels, dtype=np.int64)
         metrics: dict[str, float] = {}
         for fn in fns:
-            similarities = np.asarray(pairwise_similarity(vectors[:n], vectors[n:], fn), dtype=np.float64)
+            similarities = np.asarray(pairwise_similarity(embeddings1, embeddings2, fn), dtype=np.float64)
             greater = fn not in DISTANCE_FNS
             scores = similarities if greater else -similarities
             accuracy, accuracy_threshold = best_accuracy_threshold(scores, labels, greater)

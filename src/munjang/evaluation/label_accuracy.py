@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.checks import check_same_length
 from ..data.example import Example
 from ..data.nli import NLIData
 from .base import Evaluator, SupportsEncode
@@ -64,10 +65,7 @@ class LabelAccuracyEvaluator(Evaluator):
         show_progress_bar: bool | None = None,
         device: str | torch.device | None = None,
     ) -> None:
-        if len(sentence_pairs) != len(labels):
-            raise ValueError(
-                f"sentence_pairs and labels differ in length: {len(sentence_pairs)}, {len(labels)}"
-            )
+        check_same_length(sentence_pairs=sentence_pairs, labels=labels)
         if not labels:
             raise ValueError("no sentence pairs to evaluate")
         for i, pair in enumerate(sentence_pairs):

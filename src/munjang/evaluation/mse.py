@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.checks import check_same_length
 from ..data.parallel import ParallelData
 from .base import Evaluator, SupportsEncode, encode_texts
 
@@ -44,11 +45,7 @@ class MSEEvaluator(Evaluator):
         teacher_prompt_name: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if len(source_sentences) != len(target_sentences):
-            raise ValueError(
-                f"source_sentences and target_sentences differ in length: "
-                f"{len(source_sentences)}, {len(target_sentences)}"
-            )
+        check_same_length(source_sentences=source_sentences, target_sentences=target_sentences)
         if not source_sentences:
             raise ValueError("no sentences to evaluate")
         super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "negative_mse")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from ..data.checks import check_same_length
 from ..data.sts import STSData
 from ..similarity import pairwise_similarity
 from .base import SIMILARITY_FNS, Evaluator, SupportsEncode, check_similarity_fns, similarity_fns_to_compute
@@ -52,11 +53,7 @@ class STSEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if not len(sentences1) == len(sentences2) == len(scores):
-            raise ValueError(
-                f"sentences1, sentences2 and scores differ in length: "
-                f"{len(sentences1)}, {len(sentences2)}, {len(scores)}"
-            )
+        check_same_length(sentences1=sentences1, sentences2=sentences2, scores=scores)
         if len(scores) < 2:
             raise ValueError(f"correlation needs at least 2 pairs, got {len(scores)}")
         gold = np.asarray(scores, dtype=np.float64)
@@ -83,9 +80,8 @@ class STSEvaluator(Evaluator):
 
     def embed(self, encoder: SupportsEncode) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings of both sides, (n, dim) each, encoding every distinct sentence once."""
-        vectors = self.encode(encoder, [*self.sentences1, *self.sentences2])
-        n = len(self.sentences1)
-        return vectors[:n], vectors[n:]
+        embeddings1, embeddings2 = self.encode_columns(encoder, self.sentences1, self.sentences2)
+        return embeddings1, embeddings2
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the pairs and return Pearson and Spearman correlations for each similarity function.

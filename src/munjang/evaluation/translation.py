@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.checks import check_same_length
 from ..data.parallel import ParallelData
 from ..similarity import MATRIX_FUNCTIONS, similarity
 from .base import Evaluator, SupportsEncode
@@ -45,11 +46,7 @@ class TranslationEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if len(source_sentences) != len(target_sentences):
-            raise ValueError(
-                f"source_sentences and target_sentences differ in length: "
-                f"{len(source_sentences)}, {len(target_sentences)}"
-            )
+        check_same_length(source_sentences=source_sentences, target_sentences=target_sentences)
         if not source_sentences:
             raise ValueError("no sentence pairs to evaluate")
         super().__init__(name, batch_size, prompt_name, prompt, show_progress_bar, "mean_accuracy")
@@ -82,9 +79,7 @@ class TranslationEvaluator(Evaluator):
 
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode both sides and return the matching accuracy in each direction and their mean."""
-        n = len(self.source_sentences)
-        vectors = self.encode(encoder, [*self.source_sentences, *self.target_sentences])
-        sources, targets = vectors[:n], vectors[n:]
+        sources, targets = self.encode_columns(encoder, self.source_sentences, self.target_sentences)
         src2trg = self._matches(sources, targets, self.target_sentences)
         trg2src = self._matches(targets, sources, self.source_sentences)
         logger.info(

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.checks import check_same_length
 from ..data.example import Example
 from ..similarity import PAIRWISE_FUNCTIONS, pairwise_similarity
 from .base import (
@@ -55,11 +56,7 @@ class TripletEvaluator(Evaluator):
         prompt: str | None = None,
         show_progress_bar: bool | None = None,
     ) -> None:
-        if not len(anchors) == len(positives) == len(negatives):
-            raise ValueError(
-                f"anchors, positives and negatives differ in length: "
-                f"{len(anchors)}, {len(positives)}, {len(negatives)}"
-            )
+        check_same_length(anchors=anchors, positives=positives, negatives=negatives)
         if not anchors:
             raise ValueError("no triplets to evaluate")
         primary = f"{main_similarity}_accuracy" if main_similarity else None
@@ -96,9 +93,9 @@ class TripletEvaluator(Evaluator):
     def __call__(self, encoder: SupportsEncode) -> dict[str, float]:
         """Encode the triplets and return the accuracy for each similarity function."""
         main, fns = similarity_fns_to_compute(encoder, self.similarity_fns, self.main_similarity)
-        n = len(self.anchors)
-        vectors = self.encode(encoder, [*self.anchors, *self.positives, *self.negatives])
-        anchors, positives, negatives = vectors[:n], vectors[n : 2 * n], vectors[2 * n :]
+        anchors, positives, negatives = self.encode_columns(
+            encoder, self.anchors, self.positives, self.negatives
+        )
         metrics: dict[str, float] = {}
         for fn in fns:
             positive = np.asarray(pairwise_similarity(anchors, positives, fn))

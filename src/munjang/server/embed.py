@@ -15,7 +15,7 @@ from starlette.requests import Request
 from ..encoder import SentenceEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .errors import APIError
-from .inputs import is_blank
+from .inputs import check_count, is_blank
 from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
 from .settings import ServerSettings
 
@@ -33,15 +33,7 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
         items = [raw]  # one list of token ids
     else:
         items = list(raw)
-    if not items:
-        raise APIError(400, "'input' must not be empty", "input", "empty_input")
-    if len(items) > settings.max_inputs_per_request:
-        raise APIError(
-            400,
-            f"'input' has {len(items)} items, over the limit of {settings.max_inputs_per_request}",
-            "input",
-            "too_many_inputs",
-        )
+    check_count(items, "input", settings.max_inputs_per_request)
     vocab = len(encoder.tokenizer)
     texts: list[str] = []
     for i, item in enumerate(items):

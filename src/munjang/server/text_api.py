@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..encoder import SentenceEncoder
 from .errors import APIError, validation_error
-from .inputs import is_blank
+from .inputs import check_count, is_blank
 from .settings import ServerSettings
 
 
@@ -79,15 +79,7 @@ def parse(model: type[BaseModel], body: bytes) -> Any:
 
 def non_empty(texts: list[str], param: str, settings: ServerSettings) -> None:
     """400 naming the field for an empty list, an empty item, too many items or an over-long item."""
-    if not texts:
-        raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
-    if len(texts) > settings.max_inputs_per_request:
-        raise APIError(
-            400,
-            f"'{param}' has {len(texts)} items, over the limit of {settings.max_inputs_per_request}",
-            param,
-            "too_many_inputs",
-        )
+    check_count(texts, param, settings.max_inputs_per_request)
     for i, text in enumerate(texts):
         if is_blank(text):
             raise APIError(400, f"'{param}[{i}]' must not be empty", f"{param}[{i}]", "empty_input")

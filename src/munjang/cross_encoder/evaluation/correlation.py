@@ -14,6 +14,7 @@ from typing import Any
 
 from scipy.stats import pearsonr, spearmanr
 
+from ...data.checks import check_same_length
 from ...data.sts import STSData
 from .base import CrossEncoderEvaluator, SupportsPredict
 
@@ -32,11 +33,7 @@ class CrossEncoderCorrelationEvaluator(CrossEncoderEvaluator):
         show_progress_bar: bool | None = None,
     ) -> None:
         super().__init__(name, batch_size, show_progress_bar, "spearman")
-        if not (len(sentences1) == len(sentences2) == len(scores)):
-            raise ValueError(
-                f"sentences1, sentences2 and scores differ in length "
-                f"({len(sentences1)}, {len(sentences2)}, {len(scores)})"
-            )
+        check_same_length(sentences1=sentences1, sentences2=sentences2, scores=scores)
         if len(scores) < 2:
             raise ValueError("a correlation needs at least 2 pairs")
         self.pairs = list(zip(sentences1, sentences2, strict=True))
