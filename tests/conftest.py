@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("MUNJANG_SHARED", REPO.parent / "shared"))
+from tests.helpers.paths import shared_dir
 
 
 def cache_dir() -> Path:

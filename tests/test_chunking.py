@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_dir
 from munjang.search import chunking
 from munjang.search.chunking import Chunk, Chunker, split_sentences, token_counter
 from munjang.search.tokenizers import shared_kiwi
+from tests.helpers.paths import shared_dir
 
 
 def words(texts: list[str]) -> list[int]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_helpers import run_cli
 from munjang import SentenceEncoder
+from tests.helpers.cli import run_cli
 
 run = run_cli
 

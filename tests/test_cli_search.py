@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import run_cli
-from collection_backends import Backend
 from munjang.data import save_beir, sts_retrieval_set
+from tests.helpers.cli import run_cli
+from tests.helpers.collection_backends import Backend
 
 DOCS = [
     {"id": "a", "text": "서울은 대한민국의 수도이다.", "lang": "ko", "year": 2020},

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 import munjang
 from munjang.server import ServerSettings, create_app
-from server_helpers import LOCAL
+from tests.helpers.server import LOCAL
 
 
 @pytest.fixture()

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collection_backends import Backend
 from munjang import load_cross_encoder
 from munjang.search.collection import Collection
 from munjang.search.exact import top_k_exact
 from munjang.search.hybrid import normalize_scores
 from munjang.search.store import CollectionError
-from training_helpers import tiny_bert
+from tests.helpers.collection_backends import Backend
+from tests.helpers.training import tiny_bert
 
 DOCS = {
     "ko-1": ("서울은 대한민국의 수도이다.", {"lang": "ko", "year": 2020, "tags": "city"}),

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from munjang.search.collection import Collection
+from tests.helpers.paths import SCRIPTS
 
-WRITER = Path(__file__).with_name("collection_writer.py")
+WRITER = SCRIPTS / "collection_writer.py"
 
 
 def _start_writer(folder: Path, round_number: int, words: int = 6) -> subprocess.Popen[str]:

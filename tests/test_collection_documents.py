@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collection_backends import Backend
 from munjang.search.collection import Collection
 from munjang.search.passages import ChunkingConfig
+from tests.helpers.collection_backends import Backend
 
 SENTENCES = [
     "서울은 대한민국의 수도이며 인구가 가장 많은 도시이다.",

@@ -14,7 +14,7 @@ from sentence_transformers import CrossEncoder as STCrossEncoder
 from munjang import load_cross_encoder, load_encoder
 from munjang.cross_encoder import CrossEncoder
 from munjang.errors import InputTooLongError, ModelLoadError
-from training_helpers import tiny_bert
+from tests.helpers.training import tiny_bert
 
 PAIRS = [
     ("A man is playing a guitar.", "A person plays an instrument."),

@@ -21,7 +21,7 @@ from munjang.cross_encoder.evaluation import (
 )
 from munjang.cross_encoder.losses import BinaryCrossEntropyLoss, CrossEntropyLoss, MSELoss
 from munjang.training import Example, Trainer, TrainingArguments
-from training_helpers import pair_examples, templated_pairs, tiny_bert
+from tests.helpers.training import pair_examples, templated_pairs, tiny_bert
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from training_helpers import tiny_bert
+from tests.helpers.paths import SCRIPTS
+from tests.helpers.training import tiny_bert
 
-WORKER = Path(__file__).with_name("ddp_worker.py")
+WORKER = SCRIPTS / "ddp_worker.py"
 
 
 def _curve(folder: Path) -> list[float]:

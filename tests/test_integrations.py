@@ -15,7 +15,7 @@ pytest.importorskip("llama_index.core")
 
 from munjang.integrations.langchain import MunjangEmbeddings
 from munjang.integrations.llama_index import MunjangEmbedding
-from server_helpers import LOCAL
+from tests.helpers.server import LOCAL
 
 DOCS = ["서울의 날씨가 맑다.", "Stocks fell sharply."]
 

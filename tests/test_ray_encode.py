@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_helpers import run_cli
 from munjang import DataFormatError
 from munjang.distributed import EmbeddingsFolderError, encode_with_ray, place_workers, read_embeddings
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import SCRIPTS
 
 ray = pytest.importorskip("ray")
 # Ray Data reads its own deprecated settings when it copies its context.
@@ -323,7 +324,7 @@ def test_a_killed_driver_loses_only_the_shards_it_had_not_written(ray_address, e
     corpus = write_corpus(tmp_path / "corpus")
     out = tmp_path / "out"
     log = tmp_path / "driver.log"
-    driver = Path(__file__).with_name("ray_encode_driver.py")
+    driver = SCRIPTS / "ray_encode_driver.py"
     command = [sys.executable, str(driver), str(corpus / "*"), "--output", str(out)]
     command += ["--address", ray_address, "--shard-size", "20", "--pause", "1"]
     with open(log, "w") as f:

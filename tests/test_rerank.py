@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from cli_helpers import run_cli
 from munjang import load_cross_encoder
 from munjang.evaluation.retrieval_metrics import (
     average_precision,
@@ -21,7 +20,8 @@ from munjang.evaluation.retrieval_metrics import (
 )
 from munjang.search import RetrieveAndRerank, semantic_search
 from munjang.training import mine_hard_negatives
-from training_helpers import tiny_bert
+from tests.helpers.cli import run_cli
+from tests.helpers.training import tiny_bert
 
 CORPUS = [
     "A man is playing a guitar.",

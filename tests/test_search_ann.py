@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from munjang.search.ann import HNSWIndex, IndexFileError
-from vector_helpers import clustered, exact, recall
+from tests.helpers.vectors import clustered, exact, recall
 
 
 @pytest.fixture(scope="module")

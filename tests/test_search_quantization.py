@@ -15,7 +15,7 @@ from sentence_transformers.util.quantization import quantize_embeddings as st_qu
 from munjang.search.ann import IndexFileError
 from munjang.search.quantization import _popcount_lut, hamming_distances, quantize_embeddings
 from munjang.search.quantized_index import BinaryIndex, Int8Index
-from vector_helpers import clustered, exact, recall
+from tests.helpers.vectors import clustered, exact, recall
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang.server import ServerSettings, create_app
-from server_helpers import LOCAL, live_server
+from tests.helpers.server import LOCAL, live_server
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = ["The cat sits on the mat.", "문장 임베딩 서버", "A third, slightly longer sentence about dogs."]

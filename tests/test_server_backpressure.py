@@ -17,7 +17,7 @@ from munjang import Collection
 from munjang.server import ServerSettings, create_app
 from munjang.server import app as app_module
 from munjang.server.batcher import DynamicBatcher, QueueFullError
-from server_helpers import LOCAL, live_server
+from tests.helpers.server import LOCAL, live_server
 
 
 class Gate:

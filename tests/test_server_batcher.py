@@ -11,7 +11,7 @@ import pytest
 
 from munjang.errors import InputTooLongError
 from munjang.server.batcher import DynamicBatcher
-from server_helpers import LOCAL
+from tests.helpers.server import LOCAL
 
 TEXTS = [f"request {i}: the weather in Seoul is {'sunny' if i % 2 else '흐림'} today" for i in range(64)]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from collection_backends import fresh_database
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
-from server_helpers import LOCAL
+from tests.helpers.collection_backends import fresh_database
+from tests.helpers.server import LOCAL
 
 KEY = {"Authorization": "Bearer k"}
 DOCS = [

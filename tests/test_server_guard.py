@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
 from munjang.server.guard import default_allowed_hosts, host_name, is_loopback
-from server_helpers import LOCAL
+from tests.helpers.server import LOCAL
 
 DOCS = [{"id": "1", "text": "고양이가 잔다"}, {"id": "2", "text": "주식 시장이 급락했다"}]
 

@@ -14,12 +14,12 @@ import torch
 from fastapi.testclient import TestClient
 
 import munjang
-from cli_helpers import run_cli
 from munjang import Collection
 from munjang.errors import ModelLoadError
 from munjang.search.filters import compile_filter
 from munjang.server import ServerSettings, create_app
-from server_helpers import LOCAL, live_server
+from tests.helpers.cli import run_cli
+from tests.helpers.server import LOCAL, live_server
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from munjang import load_cross_encoder
 from munjang.server import ServerSettings, create_app
-from server_helpers import LOCAL
-from training_helpers import tiny_bert
+from tests.helpers.server import LOCAL
+from tests.helpers.training import tiny_bert
 
 KEY = {"Authorization": "Bearer k"}
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import run_cli
 from munjang.errors import DataFormatError
 from munjang.training import config as train_config
 from munjang.training.config import ConfigError, build, load_config
-from training_helpers import WORDS, tiny_bert
+from tests.helpers.cli import run_cli
+from tests.helpers.training import WORDS, tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 STS_HEADER = "genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2"

@@ -11,7 +11,7 @@ import torch
 import munjang
 from munjang.losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
 from munjang.training import Example, Trainer, TrainingArguments
-from training_helpers import pair_examples, tiny_bert
+from tests.helpers.training import pair_examples, tiny_bert
 
 
 def _weights(encoder: munjang.SentenceEncoder) -> dict[str, torch.Tensor]:

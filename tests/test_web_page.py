@@ -15,7 +15,7 @@ import pytest
 
 from munjang.demo import demo_collection
 from munjang.server import ServerSettings, create_app
-from server_helpers import live_server
+from tests.helpers.server import live_server
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,8 +1,8 @@
 """A writer process for the crash test: adds documents in batches and reports each committed batch.
 
-Usage: python collection_writer.py FOLDER ROUND SEED [WORDS]. Each text has WORDS (default 6) random
-words, so a collection with a small passage budget stores each as several passages. Prints "ready"
-once the model is loaded, then
+Usage: python tests/helpers/scripts/collection_writer.py FOLDER ROUND SEED [WORDS]. Each text has
+WORDS (default 6) random words, so a collection with a small passage budget stores each as several
+passages. Prints "ready" once the model is loaded, then
 "committed ID ID ..." after every `add` that returned, and flushes the HNSW graph now and then, so
 that a SIGKILL can land anywhere: encoding, tokenizing, inside a transaction, or mid-save.
 """

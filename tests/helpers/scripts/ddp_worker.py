@@ -1,7 +1,8 @@
 """Train a tiny model with CosineSimilarityLoss (or MNRL on triplets); under torchrun for DDP, or plainly.
 
-torchrun --nproc_per_node 2 tests/ddp_worker.py MODEL OUT --batch-size 4 [--loss mnrl [--no-gather]]
-python tests/ddp_worker.py MODEL OUT --batch-size 8 [--loss mnrl]
+torchrun --nproc_per_node 2 tests/helpers/scripts/ddp_worker.py MODEL OUT --batch-size 4 \
+    [--loss mnrl [--no-gather]]
+python tests/helpers/scripts/ddp_worker.py MODEL OUT --batch-size 8 [--loss mnrl]
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the repository, for tests.helpers (a script run by path sees only its own folder)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from tests.helpers.training import pair_examples
 
 import munjang
 from munjang.losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
 from munjang.training import Example, Trainer, TrainingArguments
-from training_helpers import pair_examples
 
 
 def main() -> None:

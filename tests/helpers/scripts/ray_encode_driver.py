@@ -3,7 +3,8 @@
 `--pause` seconds after each shard written keeps the run going long enough to be killed with some
 shards on disk and some not. The last line printed is the summary as JSON.
 
-    python tests/ray_encode_driver.py CORPUS... --output DIR --address HOST:PORT --shard-size 20 --pause 1
+    python tests/helpers/scripts/ray_encode_driver.py CORPUS... --output DIR --address HOST:PORT \
+        --shard-size 20 --pause 1
 """
 
 from __future__ import annotations
