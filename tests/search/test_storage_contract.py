@@ -17,9 +17,10 @@ from munjang.search.postgres_dense import PostgresDense
 from munjang.search.postgres_store import PostgresStore
 from munjang.search.storage import Backend, DenseSearch, Store, collection_names, open_backend
 from munjang.search.store import DocumentStore
+from tests.helpers.paths import REPO
 
 MISSING = object()
-SRC = Path(__file__).resolve().parents[1] / "src" / "munjang"
+SRC = REPO / "src" / "munjang"
 
 
 def members(protocol: type) -> dict[str, object]:

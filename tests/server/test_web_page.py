@@ -15,9 +15,10 @@ import pytest
 
 from munjang.demo import demo_collection
 from munjang.server import ServerSettings, create_app
+from tests.helpers.paths import REPO
 from tests.helpers.server import live_server
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 

@@ -12,6 +12,7 @@ import pytest
 
 from munjang.data import STSData, read_sts
 from munjang.errors import DataFormatError
+from tests.helpers.paths import REPO
 
 KORSTS_HEADER = "genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2"
 
@@ -23,7 +24,7 @@ def data_dir() -> Path:
     elif "MUNJANG_SHARED" in os.environ:
         path = Path(os.environ["MUNJANG_SHARED"]) / "data"
     else:
-        path = Path(__file__).resolve().parents[2] / "shared" / "data"
+        path = REPO.parent / "shared" / "data"
     if not path.is_dir():
         pytest.fail(
             f"STS data folder {path} is missing: set MUNJANG_DATA to the folder holding korsts/ and stsb/"

@@ -12,9 +12,9 @@ from munjang.errors import DataFormatError
 from munjang.training import config as train_config
 from munjang.training.config import ConfigError, build, load_config
 from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
 from tests.helpers.training import WORDS, tiny_bert
 
-REPO = Path(__file__).resolve().parents[1]
 STS_HEADER = "genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2"
 
 

@@ -13,6 +13,7 @@ from scipy.stats import pearsonr, spearmanr
 import munjang
 from munjang.data import read_sts
 from munjang.evaluation import STSEvaluator
+from tests.helpers.paths import REPO
 
 N_PAIRS = 50
 KEYS = {f"{m}_{fn}" for m in ("pearson", "spearman") for fn in ("cosine", "dot", "euclidean", "manhattan")}
@@ -25,7 +26,7 @@ def stsb_test_file() -> Path:
     elif "MUNJANG_SHARED" in os.environ:
         root = Path(os.environ["MUNJANG_SHARED"]) / "data"
     else:
-        root = Path(__file__).resolve().parents[2] / "shared" / "data"
+        root = REPO.parent / "shared" / "data"
     path = root / "stsb" / "sts-test.csv"
     if not path.is_file():
         pytest.fail(f"{path} is missing: set MUNJANG_DATA to the folder holding stsb/")
