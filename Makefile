@@ -37,7 +37,7 @@ browser:
 	else \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		( $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $(BROWSER_PACKAGES) ) \
-			|| echo "browser: could not install $(BROWSER_PACKAGES); tests/test_web_page.py will be skipped"; \
+			|| echo "browser: could not install $(BROWSER_PACKAGES); tests/server/test_web_page.py will be skipped"; \
 	fi
 
 lint: install-dev
