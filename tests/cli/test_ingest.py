@@ -9,7 +9,7 @@ import pytest
 
 from munjang.search.collection import Collection
 from tests.helpers.cli import run_cli
-from tests.ingest.test_readers import KOREAN, blank_pdf, text_pdf, write
+from tests.helpers.files import KOREAN, blank_pdf, text_pdf, write
 
 GOOD = {
     "guide.md": "# 서울 안내\n\n서울은 대한민국의 수도이다. 한강이 도시를 가로질러 흐른다.\n",

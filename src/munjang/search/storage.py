@@ -16,11 +16,11 @@ and talks to these three parts only. Two backends exist: a folder with SQLite
 
 Adding a third backend (say `lancedb://`):
 1. one new module, `search/lancedb_backend.py`, with a class satisfying `Store` (test it with the
-   contract test that both existing stores pass: `tests/.../test_storage_contract.py`) and a class
+   contract test that both existing stores pass: `tests/search/test_storage_contract.py`) and a class
    satisfying `Backend` whose `dense_index` returns the in-memory `DenseIndex` (it replays the
    store) or the database's own vector search;
 2. one line in `SCHEMES` below: `"lancedb": "lancedb_backend:LanceBackend"`.
-The collection tests run once per backend (`tests/.../collection_backends.py`); add it there.
+The collection tests run once per backend (`tests/helpers/collection_backends.py`); add it there.
 """
 
 from __future__ import annotations
