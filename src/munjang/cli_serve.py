@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .cli_options import BackendOption, DeviceOption, PrecisionOption, ThreadsOption
+
+SWITCH_INTERVAL_S = 0.001  # the interpreter-lock switch interval while serving (Python: 0.005)
 
 
 def _default_model_processes(encoders: dict[str, Any]) -> int:
@@ -138,6 +141,10 @@ def serve(
     # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
     # only fight the model's threads for the cores and lower the throughput under load.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # A search's Python steps wait for the interpreter lock while a write tokenizes or rebuilds BM25
+    # on another thread; a shorter switch interval hands it over sooner, so searches beside a long
+    # write keep close to their idle time (see docs/benchmarks.md, searches during an add).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from .cross_encoder import load_cross_encoder
     from .encoder import load_encoder
