@@ -68,7 +68,7 @@ def info(name: NameArgument) -> None:
             typer.echo("metrics:")
             for key, value in metrics.items():
                 typer.echo(f"  {key} = {value}")
-        typer.echo(f"{'files:':<12}{len(manifest.get('files', {}))} (SHA-256 in munjang-model.json)")
+        typer.echo(f"{'files:':<18}{len(manifest.get('files', {}))} (SHA-256 in munjang-model.json)")
 
 
 @models_app.command("remove")

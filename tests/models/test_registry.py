@@ -188,6 +188,12 @@ def test_register_load_list_info_remove(models: Path, minilm_path: Path, tmp_pat
     rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
     assert code == 0 and "installed" in rows["munjang-ko-small"] and "installed" in rows["my-model"]
     assert "not installed" in rows["multilingual-e5-small"] and "embedded" in rows["all-MiniLM-L6-v2"]
+    code, out, _ = run_cli(["models", "info", "my-model"], capsys, monkeypatch)
+    fields = [
+        line for line in out.splitlines() if not line.startswith(" ") and line.split(":")[0] != "metrics"
+    ]
+    assert code == 0 and "files:" in out
+    assert all(f[:18].rstrip().endswith(":") and f[18] != " " for f in fields), "values start in one column"
     code, out, _ = run_cli(["models", "remove", "my-model"], capsys, monkeypatch)
     assert code == 0 and "removed my-model" in out and installed_folder("my-model") is None
     code, out, _ = run_cli(["models", "remove", "munjang-ko-small"], capsys, monkeypatch)
