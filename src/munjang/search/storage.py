@@ -20,6 +20,8 @@ Adding a third backend (say `lancedb://`):
    satisfying `Backend` whose `dense_index` returns the in-memory `DenseIndex` (it replays the
    store) or the database's own vector search;
 2. one line in `SCHEMES` below: `"lancedb": "lancedb_backend:LanceBackend"`.
+Metadata filters reach a store compiled to SQL (`filters.compile_filter`, dialects "sqlite" and
+"postgres"); a store that is not SQL adds its dialect there.
 The collection tests run once per backend (`tests/helpers/collection_backends.py`); add it there.
 """
 
