@@ -1,5 +1,6 @@
-"""SentenceEncoder: an ordered pipeline of modules (Transformer -> Pooling -> [Dense] -> [Normalize])
-that turns sentences into fixed-size vectors, and the loader that builds one from a folder or hub id."""
+"""SentenceEncoder: an ordered pipeline of modules (Transformer -> Pooling -> [Dense] -> [Normalize],
+or StaticEmbedding -> [Dense] -> [Normalize]) that turns sentences into fixed-size vectors, and the
+loader that builds one from a folder or hub id."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
+from .inference.static_bag import encode_bags
 from .inference.weights_state import optimizer_generation, weights_state
-from .modules import Dense, Module, Normalize, Pooling, Transformer
+from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
 
 # Below this many sentences, encode() shows no progress bar unless asked.
 PROGRESS_BAR_MIN_SENTENCES = 1024
@@ -43,7 +45,8 @@ OutputValue = Literal["sentence_embedding", "token_embeddings"]
 
 
 class SentenceEncoder(nn.Sequential):
-    """Transformer + pooling (+ dense, normalize): one vector per sentence.
+    """Transformer + pooling (+ dense, normalize): one vector per sentence. A static model
+    (StaticEmbedding first, no pooling) encodes on torch only; transformer-only calls raise for it.
 
     Build one with `load_encoder(...)`, or from modules:
     `SentenceEncoder([Transformer.load(path), Pooling(384)])`.
@@ -57,8 +60,8 @@ class SentenceEncoder(nn.Sequential):
         similarity_fn_name: str = "cosine",
         device: str | torch.device | None = None,
     ) -> None:
-        if not modules or not isinstance(modules[0], Transformer):
-            raise ValueError("a SentenceEncoder starts with a Transformer module")
+        if not modules or not isinstance(modules[0], (Transformer, StaticEmbedding)):
+            raise ValueError("a SentenceEncoder starts with a Transformer or StaticEmbedding module")
         super().__init__(*modules)
         self.prompts: dict[str, str] = dict(prompts or {})
         if default_prompt_name is not None and default_prompt_name not in self.prompts:
@@ -85,19 +88,35 @@ class SentenceEncoder(nn.Sequential):
     @property
     def transformer(self) -> Transformer:
         module = self[0]
-        assert isinstance(module, Transformer)
+        if not isinstance(module, Transformer):
+            raise TypeError("this is a static embedding model: it has no transformer (encode it instead)")
+        return module
+
+    @property
+    def static(self) -> StaticEmbedding | None:
+        """The StaticEmbedding module of a static model, None for a transformer model."""
+        module = self[0]
+        return module if isinstance(module, StaticEmbedding) else None
+
+    @property
+    def input_module(self) -> Transformer | StaticEmbedding:
+        """The first module, which tokenizes: the Transformer, or a static model's StaticEmbedding."""
+        module = self[0]
+        assert isinstance(module, (Transformer, StaticEmbedding))
         return module
 
     @property
     def tokenizer(self) -> Any:
-        return self.transformer.tokenizer
+        return self.input_module.tokenizer
 
     @property
     def max_seq_length(self) -> int:
-        return self.transformer.max_seq_length
+        return self.input_module.max_seq_length
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
+        if self.static is not None:
+            raise ValueError("a static model truncates as its tokenizer does; max_seq_length is fixed")
         limit = self.transformer._model_limit()
         if not 1 <= value <= limit:
             raise ValueError(f"max_seq_length must be between 1 and the model's limit {limit}, not {value}")
@@ -118,7 +137,7 @@ class SentenceEncoder(nn.Sequential):
 
     def get_embedding_dimension(self) -> int:
         """Length of the vectors `encode` returns (before any `truncate_dim`)."""
-        dim = self.transformer.output_dimension
+        dim = self.input_module.output_dimension
         for module in self:
             if isinstance(module, (Pooling, Dense)):
                 dim = module.output_dimension
@@ -126,16 +145,23 @@ class SentenceEncoder(nn.Sequential):
 
     def describe(self) -> dict[str, Any]:
         """What `munjang info` prints: architecture, dimensions, limits, pooling, prompts."""
-        config = self.transformer.auto_model.config
         pooling = self.pooling
+        model: dict[str, Any] = {"architecture": "StaticEmbedding", "model_type": "static"}
+        if self.static is not None:
+            model["vocab_size"] = self.static.embedding.num_embeddings
+        else:
+            config = self.transformer.auto_model.config
+            model = {
+                "architecture": type(self.transformer.auto_model).__name__,
+                "model_type": getattr(config, "model_type", "?"),
+                "layers": getattr(config, "num_hidden_layers", None),
+                "hidden_size": self.transformer.hidden_size,
+                "vocab_size": getattr(config, "vocab_size", None),
+            }
         return {
-            "architecture": type(self.transformer.auto_model).__name__,
-            "model_type": getattr(config, "model_type", "?"),
-            "layers": getattr(config, "num_hidden_layers", None),
-            "hidden_size": self.transformer.hidden_size,
+            **model,
             "embedding_dimension": self.get_embedding_dimension(),
             "max_seq_length": self.max_seq_length,
-            "vocab_size": getattr(config, "vocab_size", None),
             "parameters": sum(p.numel() for p in self.parameters()),
             "pooling": "+".join(pooling.modes) if pooling else None,
             "dense": [f"{m.in_features}->{m.out_features}" for m in self if isinstance(m, Dense)],
@@ -152,8 +178,10 @@ class SentenceEncoder(nn.Sequential):
 
         `encoder(encoder.tokenize(texts))["sentence_embedding"]` gives the embeddings with gradients.
         """
-        transformer = self.transformer
         inputs = [prompt + t for t in texts] if prompt else list(texts)
+        if self.static is not None:
+            return dict(self.static.tokenize(inputs))
+        transformer = self.transformer
         encoded = transformer.tokenize(inputs)
         features: dict[str, Any] = dict(transformer.collate(encoded, range(len(inputs))))
         features["prompt_length"] = self._prompt_length(prompt)
@@ -208,6 +236,7 @@ class SentenceEncoder(nn.Sequential):
         `precision` fp32 | bf16 | fp16 | int8 | auto (see `munjang.inference`). `options` go to the
         backend (onnx/openvino: `threads`, `optimize`; torch: `lean`)."""
         backend, precision = resolve_backend(backend, precision, self.device)
+        self._check_static_backend(backend)
         self.backend_name, self.precision, self.backend_options = backend, precision, dict(options)
 
     def backend(self, backend: str | None = None, precision: str | None = None) -> TokenBackend:
@@ -217,6 +246,7 @@ class SentenceEncoder(nn.Sequential):
         An exported backend holds a copy of the weights, so it is rebuilt once an optimizer has
         changed them (training in this process); the torch backend reads the live weights itself."""
         name, prec = resolve_backend(backend or self.backend_name, precision or self.precision, self.device)
+        self._check_static_backend(name)
         key = (name, prec, self.device, tuple(sorted(self.backend_options.items())))
         found = self._backends.get(key)
         if found is not None and name != "torch" and self._trained_since(key):
@@ -226,6 +256,10 @@ class SentenceEncoder(nn.Sequential):
             self._backends[key] = found
             self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
         return found
+
+    def _check_static_backend(self, backend: str) -> None:
+        if self.static is not None and backend != "torch":
+            raise ValueError(f"a static embedding model runs on torch only, not {backend!r}")
 
     def _weights(self) -> list[torch.Tensor]:
         return list(self.transformer.parameters())
@@ -301,6 +335,21 @@ class SentenceEncoder(nn.Sequential):
         if device is not None and resolve_device(device) != self.device:
             with self._device_lock:
                 self.to(resolve_device(device))
+        if show_progress_bar is None:
+            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+        if self.static is not None:
+            if output_value != "sentence_embedding":
+                raise ValueError("a static embedding model gives sentence embeddings only")
+            self._check_static_backend(backend or "torch")
+            if self.training:
+                self.eval()
+            vectors = encode_bags(
+                self, self.static, texts, dim=self.get_embedding_dimension(), device=self.device,
+                prompt=self._prompt_text(prompt_name, prompt), batch_size=batch_size,
+                truncate_dim=truncate_dim, normalize_embeddings=normalize_embeddings,
+                show_progress_bar=show_progress_bar,
+            )  # fmt: skip
+            return (vectors if as_tensor else vectors.numpy())[0 if single else slice(None)]
         runner, max_tokens, batch_size = self._runner_and_budget(backend, precision, max_tokens, batch_size)
 
         prompt_text = self._prompt_text(prompt_name, prompt)
@@ -316,8 +365,6 @@ class SentenceEncoder(nn.Sequential):
                 transformer.check_lengths(encoded, "sentences", "encode with truncate=True", offset=start)
             return encoded
 
-        if show_progress_bar is None:
-            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
         sentence_out, token_out = self._encode_chunks(
             prepared_chunks(len(texts), TOKENIZE_CHUNK, tokenize),
             len(texts),
@@ -544,6 +591,8 @@ def load_encoder(
     else:
         raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
     if pooling is not None:
+        if isinstance(modules[0], StaticEmbedding):
+            raise ValueError(f"{folder} is a static embedding model: it has no pooling to override")
         modules = _replace_pooling(modules, pooling)
     encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device

@@ -5,6 +5,7 @@
     sentence_bert_config.json         max_seq_length, do_lower_case (Transformer, at the root)
     1_Pooling/config.json             pooling modes (classic boolean keys, or `pooling_mode`)
     2_Dense/config.json + weights     optional projection
+    model.safetensors + tokenizer.json  StaticEmbedding in place of the Transformer (no config)
     3_Normalize/                      optional, empty
 
 Both the classic type names (`sentence_transformers.models.Pooling`) and the newer ones
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelLoadError
-from .modules import Dense, Dropout, Module, Normalize, Pooling, Transformer
+from .modules import Dense, Dropout, Module, Normalize, Pooling, StaticEmbedding, Transformer
 from .modules.base import read_json, write_json
 
 MODULE_CLASSES: dict[str, type[Module]] = {
@@ -29,6 +30,7 @@ MODULE_CLASSES: dict[str, type[Module]] = {
     "Dense": Dense,
     "Dropout": Dropout,
     "Normalize": Normalize,
+    "StaticEmbedding": StaticEmbedding,
 }
 # Old sentence-transformers names for the transformer module.
 _TRANSFORMER_ALIASES = {"BERT", "RoBERTa", "XLMRoBERTa", "DistilBERT", "ALBERT", "XLNet", "T5", "CamemBERT"}
@@ -142,7 +144,8 @@ def write_modules(folder: Path, modules: list[Module]) -> None:
     """Save each module into its own sub-folder and list them in `modules.json`."""
     entries = []
     for idx, module in enumerate(modules):
-        sub = "" if isinstance(module, Transformer) else f"{idx}_{type(module).__name__}"
+        # Input modules live at the root, as sentence-transformers saves them.
+        sub = "" if isinstance(module, (Transformer, StaticEmbedding)) else f"{idx}_{type(module).__name__}"
         module.save(folder / sub)
         entries.append({"idx": idx, "name": str(idx), "path": sub, "type": module.st_type})
     write_json(folder / "modules.json", entries)

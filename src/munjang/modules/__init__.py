@@ -5,6 +5,17 @@ from .dense import Dense
 from .dropout import Dropout
 from .normalize import Normalize
 from .pooling import POOLING_MODES, Pooling, pool
+from .static_embedding import StaticEmbedding
 from .transformer import Transformer
 
-__all__ = ["POOLING_MODES", "Dense", "Dropout", "Module", "Normalize", "Pooling", "Transformer", "pool"]
+__all__ = [
+    "POOLING_MODES",
+    "Dense",
+    "Dropout",
+    "Module",
+    "Normalize",
+    "Pooling",
+    "StaticEmbedding",
+    "Transformer",
+    "pool",
+]
