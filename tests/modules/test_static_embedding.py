@@ -11,8 +11,13 @@ import pytest
 import torch
 from safetensors.torch import save_file
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.models import Normalize as STNormalize  # every release since 3.2
-from sentence_transformers.models import StaticEmbedding as STStatic
+
+try:  # sentence-transformers >= 6 moved the modules; 3.2 to 5 only have the second path
+    from sentence_transformers.sentence_transformer.modules import Normalize as STNormalize
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding as STStatic
+except ImportError:  # pragma: no cover
+    from sentence_transformers.models import Normalize as STNormalize  # type: ignore[no-redef]
+    from sentence_transformers.models import StaticEmbedding as STStatic  # type: ignore[no-redef]
 from tokenizers import Tokenizer
 
 import munjang
