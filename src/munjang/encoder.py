@@ -30,7 +30,7 @@ from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
-from .inference.static_bag import encode_bags
+from .inference.static_bag import STATIC_BATCH, encode_bags
 from .inference.weights_state import optimizer_generation, weights_state
 from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
 
@@ -337,7 +337,7 @@ class SentenceEncoder(nn.Sequential):
                 self.to(resolve_device(device))
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
-        if self.static is not None:
+        if self.static is not None:  # batches of STATIC_BATCH+ rows: small ones only slow the tokenizer
             if output_value != "sentence_embedding":
                 raise ValueError("a static embedding model gives sentence embeddings only")
             self._check_static_backend(backend or "torch")
@@ -345,7 +345,7 @@ class SentenceEncoder(nn.Sequential):
                 self.eval()
             vectors = encode_bags(
                 self, self.static, texts, dim=self.get_embedding_dimension(), device=self.device,
-                prompt=self._prompt_text(prompt_name, prompt), batch_size=batch_size,
+                prompt=self._prompt_text(prompt_name, prompt), batch_size=max(batch_size or 0, STATIC_BATCH),
                 truncate_dim=truncate_dim, normalize_embeddings=normalize_embeddings,
                 show_progress_bar=show_progress_bar,
             )  # fmt: skip

@@ -16,6 +16,7 @@ from ..modules.static_embedding import StaticEmbedding
 STATIC_BATCH = 4096
 
 
+@torch.inference_mode()
 def encode_bags(
     pipeline: Callable[[dict[str, Any]], dict[str, Any]],
     static: StaticEmbedding,
