@@ -3,6 +3,7 @@
 from ..data.example import Example
 from .args import TrainingArguments
 from .hard_negatives import mine_hard_negatives
+from .static_distill import distill_static
 from .trainer import Trainer
 
-__all__ = ["Example", "Trainer", "TrainingArguments", "mine_hard_negatives"]
+__all__ = ["Example", "Trainer", "TrainingArguments", "distill_static", "mine_hard_negatives"]
