@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from .inference.hardware import torch_threads
 from .inference.static_bag import STATIC_BATCH, encode_bags
 from .inference.weights_state import optimizer_generation, weights_state
 from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
+from .modules.pipeline import replace_pooling
 
 # Below this many sentences, encode() shows no progress bar unless asked.
 PROGRESS_BAR_MIN_SENTENCES = 1024
@@ -593,34 +594,10 @@ def load_encoder(
     if pooling is not None:
         if isinstance(modules[0], StaticEmbedding):
             raise ValueError(f"{folder} is a static embedding model: it has no pooling to override")
-        modules = _replace_pooling(modules, pooling)
+        modules = replace_pooling(modules, pooling)
     encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device
     )
     encoder.model_folder = folder
     encoder.set_backend(backend, precision, **(backend_options or {}))
     return encoder
-
-
-def _replace_pooling(modules: Iterable[Module], pooling: str | Sequence[str]) -> list[Module]:
-    out: list[Module] = []
-    replaced = False
-    for module in modules:
-        if isinstance(module, Pooling):
-            module = Pooling(module.embedding_dimension, pooling, include_prompt=module.include_prompt)
-            replaced = True
-        out.append(module)
-    if not replaced:
-        transformer = out[0]
-        assert isinstance(transformer, Transformer)
-        out.insert(1, Pooling(transformer.hidden_size, pooling))
-    dim = 0
-    for module in out:
-        if isinstance(module, Pooling):
-            dim = module.output_dimension
-        elif isinstance(module, Dense) and module.in_features != dim:
-            raise ValueError(
-                f"pooling {pooling!r} gives {dim}-dim vectors but the model's Dense layer expects "
-                f"{module.in_features}; keep the model's own pooling"
-            )
-    return out
