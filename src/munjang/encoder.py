@@ -147,22 +147,12 @@ class SentenceEncoder(nn.Sequential):
     def describe(self) -> dict[str, Any]:
         """What `munjang info` prints: architecture, dimensions, limits, pooling, prompts."""
         pooling = self.pooling
-        model: dict[str, Any] = {"architecture": "StaticEmbedding", "model_type": "static"}
-        vocab_size = self.static.embedding.num_embeddings if self.static is not None else None
-        if self.static is None:
-            config = self.transformer.auto_model.config
-            vocab_size = getattr(config, "vocab_size", None)
-            model = {
-                "architecture": type(self.transformer.auto_model).__name__,
-                "model_type": getattr(config, "model_type", "?"),
-                "layers": getattr(config, "num_hidden_layers", None),
-                "hidden_size": self.transformer.hidden_size,
-            }
+        model = self.input_module.describe()
         return {
-            **model,
+            **{k: v for k, v in model.items() if k != "vocab_size"},
             "embedding_dimension": self.get_embedding_dimension(),
             "max_seq_length": self.max_seq_length,
-            "vocab_size": vocab_size,
+            "vocab_size": model["vocab_size"],
             "parameters": sum(p.numel() for p in self.parameters()),
             "pooling": "+".join(pooling.modes) if pooling else None,
             "dense": [f"{m.in_features}->{m.out_features}" for m in self if isinstance(m, Dense)],

@@ -68,6 +68,11 @@ class StaticEmbedding(Module):
     def output_dimension(self) -> int:
         return int(self.embedding.embedding_dim)
 
+    def describe(self) -> dict[str, Any]:
+        """The architecture part of `SentenceEncoder.describe` (what `munjang info` prints)."""
+        vocab_size = self.embedding.num_embeddings
+        return {"architecture": "StaticEmbedding", "model_type": "static", "vocab_size": vocab_size}
+
     @property
     def max_seq_length(self) -> int:
         """Tokens kept per input: the tokenizer's own truncation, if it has one."""

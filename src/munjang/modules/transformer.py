@@ -130,6 +130,17 @@ class Transformer(Module):
     def output_dimension(self) -> int:
         return self.hidden_size
 
+    def describe(self) -> dict[str, Any]:
+        """The architecture part of `SentenceEncoder.describe` (what `munjang info` prints)."""
+        config = self.auto_model.config
+        return {
+            "architecture": type(self.auto_model).__name__,
+            "model_type": getattr(config, "model_type", "?"),
+            "layers": getattr(config, "num_hidden_layers", None),
+            "hidden_size": self.hidden_size,
+            "vocab_size": getattr(config, "vocab_size", None),
+        }
+
     def tokenize(self, texts: Sequence[str], truncate: bool = True) -> dict[str, list[list[int]]]:
         """Token ids per text (special tokens added, no padding), truncated to `max_seq_length`."""
         return self._token_ids(list(texts), None, truncate)

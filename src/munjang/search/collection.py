@@ -79,9 +79,7 @@ class Collection(CollectionSearch):
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
-        self.lexical = LexicalIndex(
-            self.config["lexical"], backend.reader(store) if background_refresh else None
-        )
+        self.lexical = LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod

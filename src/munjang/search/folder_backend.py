@@ -73,7 +73,7 @@ class FolderBackend:
             raise CollectionError(f"{self.path}: no such collection folder")
         return DocumentStore(self.path / DB_NAME, readonly=readonly)
 
-    def reader(self, store: Any) -> Callable[[], DocumentStore]:
+    def reader(self) -> Callable[[], DocumentStore]:
         path = self.path / DB_NAME
         return lambda: DocumentStore(path, readonly=True)
 

@@ -43,7 +43,7 @@ class PostgresBackend:
         self.location = str(store.path)
         return store
 
-    def reader(self, store: Any) -> Callable[[], PostgresStore]:
+    def reader(self) -> Callable[[], PostgresStore]:
         return lambda: PostgresStore(self.url, self.name, readonly=True)
 
     def dense_index(self, store: Any, config: dict[str, Any]) -> PostgresDense:

@@ -134,7 +134,7 @@ class Backend(Protocol):
         """The store of an existing collection (an error naming the location if there is none)."""
         ...
 
-    def reader(self, store: Store) -> Callable[[], Store]:
+    def reader(self) -> Callable[[], Store]:
         """Opens another read-only store on the same collection (for work on other threads)."""
         ...
 
@@ -195,4 +195,5 @@ def collection_names(where: str | os.PathLike[str]) -> list[str]:
 def is_storage_error(error: BaseException) -> bool:
     """True for an error raised by a backend's database driver (a server refused or went away),
     which callers report as such instead of as a bug."""
-    return any(_backend_class(scheme).is_error(error) for scheme in SCHEMES)
+    classes = {_backend_class(scheme) for scheme in SCHEMES}
+    return any(cls.is_error(error) for cls in classes)
