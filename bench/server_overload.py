@@ -88,14 +88,15 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
     search = {"query": "weather in Seoul today", "top_k": 5}
     corpus = load_corpus(docs, seed=1, lang="mixed")
     step = 2000
+
+    def add_part(client: httpx.Client, name: str, i: int) -> float:
+        """Seconds to add documents i .. i + step to collection `name` in one request."""
+        part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + step))]
+        started = time.perf_counter()
+        client.post(f"/v1/collections/{name}/documents", json={"documents": part}).raise_for_status()
+        return time.perf_counter() - started
+
     with httpx.Client(base_url=url, timeout=3600) as client:
-
-        def add_part(name: str, i: int) -> float:
-            part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + step))]
-            started = time.perf_counter()
-            client.post(f"/v1/collections/{name}/documents", json={"documents": part}).raise_for_status()
-            return time.perf_counter() - started
-
         # The add alone, with the idle search latency at each size it passes through (measured between
         # requests, then past the server's window of recent searches before the next request).
         for name in ("alone", "bench"):
@@ -107,7 +108,7 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
         alone_seconds, idle_by_size = 0.0, {}
         for i in range(0, docs, step):
             time.sleep(ServedCollection.READ_WINDOW_S + 0.5)
-            alone_seconds += add_part("alone", i)
+            alone_seconds += add_part(client, "alone", i)
             idle_by_size[min(docs, i + step)] = timed_searches(client, "alone", search)
         time.sleep(ServedCollection.READ_WINDOW_S + 0.5)
 
@@ -115,11 +116,7 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
 
     def add() -> None:
         with httpx.Client(base_url=url, timeout=3600) as writer:
-            started = time.perf_counter()
-            for i in range(0, docs, step):
-                part = [{"id": f"d{j}", "text": corpus[j]} for j in range(i, min(docs, i + step))]
-                writer.post("/v1/collections/bench/documents", json={"documents": part}).raise_for_status()
-            added["bench"] = time.perf_counter() - started
+            added["bench"] = sum(add_part(writer, "bench", i) for i in range(0, docs, step))
 
     with httpx.Client(base_url=url, timeout=600) as client:
         thread = threading.Thread(target=add)
