@@ -12,6 +12,7 @@ from .errors import (
     ModelNotFoundError,
     MunjangError,
 )
+from .m3_encoder import M3Encoder, load_m3_encoder
 from .modules import Dense, Normalize, Pooling, Transformer
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
@@ -25,6 +26,7 @@ __all__ = [
     "DataFormatError",
     "Dense",
     "InputTooLongError",
+    "M3Encoder",
     "ModelLoadError",
     "ModelNotFoundError",
     "MunjangError",
@@ -37,6 +39,7 @@ __all__ = [
     "cos_sim",
     "load_cross_encoder",
     "load_encoder",
+    "load_m3_encoder",
     "pairwise_similarity",
     "similarity",
 ]

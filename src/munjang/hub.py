@@ -105,6 +105,9 @@ def _download(
                 "*/*.json",
                 "*/*.safetensors",
                 "*.md",
+                # bge-m3's heads (read weights-only; see m3_encoder.py)
+                "colbert_linear.pt",
+                "sparse_linear.pt",
             ],
         )
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
