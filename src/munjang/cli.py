@@ -56,9 +56,9 @@ app.command()(train)
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
-    from .encoder import load_encoder
+    from .embedder import load_embedder
 
-    return load_encoder(model, device=device, **kwargs)
+    return load_embedder(model, device=device, **kwargs)
 
 
 @app.command()
@@ -434,9 +434,11 @@ def info(
     """Architecture, dimensions, max length, pooling and prompts of a model (or a cross-encoder's head)."""
     from .formats import is_cross_encoder_folder
     from .hub import resolve_model_path
+    from .remote import is_remote_name
 
-    folder = resolve_model_path(model)
-    if is_cross_encoder_folder(folder):
+    if is_remote_name(model):
+        details = _load(model, None).describe()
+    elif is_cross_encoder_folder(folder := resolve_model_path(model)):
         details = _load_cross_encoder(str(folder), "cpu").describe()
     else:
         details = _load(model, "cpu").describe()

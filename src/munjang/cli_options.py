@@ -11,7 +11,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="Model name (munjang models list), folder or hub id (default: embedded all-MiniLM-L6-v2).",
+        help="Model name (munjang models list), folder, hub id, or a remote API: openai:<model>, tei:<url>, "
+        "remote:<base_url>#<model> (docs/remote.md) (default: embedded all-MiniLM-L6-v2).",
     ),
 ]
 DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]
