@@ -3,6 +3,7 @@
 from . import similarity
 from .client import Client, ServerError
 from .cross_encoder import CrossEncoder, load_cross_encoder
+from .embedder import Embedder, load_embedder
 from .encoder import SentenceEncoder, load_encoder
 from .errors import (
     CorruptModelError,
@@ -13,6 +14,7 @@ from .errors import (
     MunjangError,
 )
 from .modules import Dense, Normalize, Pooling, Transformer
+from .remote import RemoteEncoder
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
 from .version import __version__
@@ -24,18 +26,21 @@ __all__ = [
     "CrossEncoder",
     "DataFormatError",
     "Dense",
+    "Embedder",
     "InputTooLongError",
     "ModelLoadError",
     "ModelNotFoundError",
     "MunjangError",
     "Normalize",
     "Pooling",
+    "RemoteEncoder",
     "SentenceEncoder",
     "ServerError",
     "Transformer",
     "__version__",
     "cos_sim",
     "load_cross_encoder",
+    "load_embedder",
     "load_encoder",
     "pairwise_similarity",
     "similarity",

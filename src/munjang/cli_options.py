@@ -15,6 +15,14 @@ ModelOption = Annotated[
         "remote:<base_url>#<model> (docs/remote.md) (default: embedded all-MiniLM-L6-v2).",
     ),
 ]
+ModelsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="A model as for --model elsewhere (a remote API too); repeat it to compare models side by side.",
+    ),
+]
 DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]
 BatchOption = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per batch.")]
 PromptNameOption = Annotated[
