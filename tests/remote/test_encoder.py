@@ -101,6 +101,15 @@ def test_retries_give_up_with_the_last_answer(proxy, proxy_and_url):
         assert e.value.status == 502 and model.usage.requests == 3
 
 
+def test_413_from_a_proxy_is_not_retried(proxy, proxy_and_url):
+    _, url = proxy_and_url
+    proxy.fail(413)
+    with remote(url, cache=False) as model:
+        with pytest.raises(RemoteAPIError, match="413 Request Entity Too Large: injected 413$") as e:
+            model.encode(TEXTS)
+        assert e.value.status == 413 and proxy.posts == 1 and model.waits == []
+
+
 def test_401_and_400_fail_at_once_naming_status_and_message(server, monkeypatch):
     monkeypatch.setenv("MUNJANG_REMOTE_API_KEY", "wrong")
     with remote(server, cache=False) as model:
