@@ -22,9 +22,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 LAYERS = [
     "version", "errors", "paths", "atomic", "extras", "devices", "bundled",
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "m3_encoder", "encode_pool",
+    "remote", "embedder",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
-    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train", "cli", "__init__",
+    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train", "cli_compare", "cli",
+    "__init__",
 ]  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from . import similarity
 from .client import Client, ServerError
 from .cross_encoder import CrossEncoder, load_cross_encoder
+from .embedder import Embedder, load_embedder
 from .encoder import SentenceEncoder, load_encoder
 from .errors import (
     CorruptModelError,
@@ -14,6 +15,7 @@ from .errors import (
 )
 from .m3_encoder import M3Encoder, load_m3_encoder
 from .modules import Dense, Normalize, Pooling, Transformer
+from .remote import RemoteEncoder
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
 from .version import __version__
@@ -25,6 +27,7 @@ __all__ = [
     "CrossEncoder",
     "DataFormatError",
     "Dense",
+    "Embedder",
     "InputTooLongError",
     "M3Encoder",
     "ModelLoadError",
@@ -32,12 +35,14 @@ __all__ = [
     "MunjangError",
     "Normalize",
     "Pooling",
+    "RemoteEncoder",
     "SentenceEncoder",
     "ServerError",
     "Transformer",
     "__version__",
     "cos_sim",
     "load_cross_encoder",
+    "load_embedder",
     "load_encoder",
     "load_m3_encoder",
     "pairwise_similarity",

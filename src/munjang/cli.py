@@ -28,6 +28,7 @@ from .cli_options import (
     FormatOption,
     JsonLinesOption,
     ModelOption,
+    ModelsOption,
     PrecisionOption,
     PromptNameOption,
     PromptOption,
@@ -56,9 +57,9 @@ app.command()(train)
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:
-    from .encoder import load_encoder
+    from .embedder import load_embedder
 
-    return load_encoder(model, device=device, **kwargs)
+    return load_embedder(model, device=device, **kwargs)
 
 
 @app.command()
@@ -254,7 +255,7 @@ def eval_sts(
     data: Annotated[
         Path, typer.Option("--data", "-d", help="STS file: KorSTS .tsv, STSb .csv, KLUE .json, ...")
     ],
-    model: ModelOption = None,
+    model: ModelsOption = None,
     data_format: Annotated[str, typer.Option("--format", help="auto, korsts, stsb, klue, generic.")] = "auto",
     batch_size: BatchOption = 32,
     prompt_name: PromptNameOption = None,
@@ -262,19 +263,29 @@ def eval_sts(
     device: DeviceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
 ) -> None:
-    """Pearson and Spearman correlation with gold scores, for each similarity function."""
+    """Pearson and Spearman correlation with gold scores, for each similarity function.
+
+    With --model given several times: one row per model (remote ones with requests, tokens, cost)."""
+    from .cli_compare import STS_COLUMNS, compare, usage_line, usage_of
     from .data import read_sts
     from .evaluation import STSEvaluator
 
     pairs = read_sts(data, data_format)
-    encoder = _load(model, device)
     evaluator = STSEvaluator.from_data(pairs, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt)
+    if model and len(model) > 1:
+        size = f"{len(pairs)} pairs"
+        compare(model, lambda m: _load(m, device), evaluator, STS_COLUMNS, 100, as_json, f"{data}: {size}")
+        return
+    encoder = _load(model[0] if model else None, device)
     start = time.perf_counter()
     metrics = evaluator(encoder)
     seconds = time.perf_counter() - start
     if as_json:
+        usage = {"usage": usage_of(encoder)} if usage_of(encoder) is not None else {}
         typer.echo(
-            json.dumps({"data": str(data), "pairs": len(pairs), "seconds": seconds, **metrics}, indent=2)
+            json.dumps(
+                {"data": str(data), "pairs": len(pairs), "seconds": seconds, **metrics, **usage}, indent=2
+            )
         )
         return
     typer.echo(f"{data}: {len(pairs)} pairs, {seconds:.1f} s")
@@ -285,38 +296,48 @@ def eval_sts(
             typer.echo(f"  {name:<10} {pearson:8.2f} {spearman:9.2f}")
     primary = evaluator.primary_metric or "spearman_cosine"
     typer.echo(f"  primary: {primary} = {metrics[primary] * 100:.2f}")
+    if (spent := usage_line(encoder)) is not None:
+        typer.echo(spent)
 
 
 @eval_app.command("retrieval")
 def eval_retrieval(
     data: Annotated[Path, typer.Option(help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).")],
     split: Annotated[str, typer.Option(help="The qrels split.")] = "test",
-    model: ModelOption = None,
+    model: ModelsOption = None,
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
 ) -> None:
-    """Recall@k, MRR@10, nDCG@10 and MAP of an encoder on a BEIR-format retrieval set."""
+    """Recall@k, MRR@10, nDCG@10 and MAP of an encoder on a BEIR-format retrieval set.
+
+    With --model given several times: one row per model (remote ones with requests, tokens, cost)."""
+    from .cli_compare import RETRIEVAL_COLUMNS, compare, usage_line, usage_of
     from .data import load_beir
     from .evaluation import InformationRetrievalEvaluator
 
     retrieval = load_beir(data, split)
-    encoder = _load(model, device)
     evaluator = InformationRetrievalEvaluator.from_data(
         retrieval, batch_size=batch_size, show_progress_bar=len(retrieval.corpus) > 1000
     )
+    stats = retrieval.stats()
+    if model and len(model) > 1:
+        size = f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents"
+        compare(model, lambda m: _load(m, device), evaluator, RETRIEVAL_COLUMNS, 1, as_json, size)
+        return
+    encoder = _load(model[0] if model else None, device)
     start = time.perf_counter()
     metrics = evaluator(encoder)
     seconds = time.perf_counter() - start
     if as_json:
-        typer.echo(
-            json.dumps({"data": str(data), **retrieval.stats(), "seconds": seconds, **metrics}, indent=2)
-        )
+        usage = {"usage": usage_of(encoder)} if usage_of(encoder) is not None else {}
+        typer.echo(json.dumps({"data": str(data), **stats, "seconds": seconds, **metrics, **usage}, indent=2))
         return
-    stats = retrieval.stats()
     typer.echo(f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents, {seconds:.1f} s")
     for name, value in metrics.items():
         typer.echo(f"  {name:<24}{value:.4f}")
+    if (spent := usage_line(encoder)) is not None:
+        typer.echo(spent)
 
 
 def _load_cross_encoder(model: str, device: str | None) -> Any:
@@ -434,9 +455,11 @@ def info(
     """Architecture, dimensions, max length, pooling and prompts of a model (or a cross-encoder's head)."""
     from .formats import is_cross_encoder_folder
     from .hub import resolve_model_path
+    from .remote import is_remote_name
 
-    folder = resolve_model_path(model)
-    if is_cross_encoder_folder(folder):
+    if is_remote_name(model):
+        details = _load(model, None).describe()
+    elif is_cross_encoder_folder(folder := resolve_model_path(model)):
         details = _load_cross_encoder(str(folder), "cpu").describe()
     else:
         details = _load(model, "cpu").describe()

@@ -32,9 +32,9 @@ def _sentences(path: Path, field: str, input_format: str) -> list[str]:
 
 
 def _encode(model: str | None, device: str | None, texts: list[str], batch_size: int) -> Any:
-    from .encoder import load_encoder
+    from .embedder import load_embedder
 
-    encoder = load_encoder(model, device=device)
+    encoder = load_embedder(model, device=device)
     return encoder, encoder.encode(
         texts, batch_size=batch_size, show_progress_bar=len(texts) > 1000, convert_to_tensor=True
     )
@@ -139,10 +139,10 @@ def dedup(
 ) -> None:
     """Near-duplicate detection: keep the first sentence of each group of near-duplicates."""
     from .applications import deduplicate
-    from .encoder import load_encoder
+    from .embedder import load_embedder
 
     texts = _sentences(sentences, field, input_format)
-    encoder = load_encoder(model, device=device)
+    encoder = load_embedder(model, device=device)
     keep = deduplicate(
         texts, encoder, threshold=threshold, batch_size=batch_size, show_progress_bar=len(texts) > 1000
     )

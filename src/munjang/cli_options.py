@@ -11,7 +11,16 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="Model name (munjang models list), folder or hub id (default: embedded all-MiniLM-L6-v2).",
+        help="Model name (munjang models list), folder, hub id, or a remote API: openai:<model>, tei:<url>, "
+        "remote:<base_url>#<model> (docs/remote.md) (default: embedded all-MiniLM-L6-v2).",
+    ),
+]
+ModelsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="A model as for --model elsewhere (a remote API too); repeat it to compare models side by side.",
     ),
 ]
 DeviceOption = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:N, mps (default: best available).")]

@@ -12,7 +12,7 @@ EXTRAS = {
     "uvicorn": ("munjang serve", "server"),
     "fastapi": ("munjang serve", "server"),
     "prometheus_client": ("munjang serve", "server"),
-    "httpx": ("munjang.Client", "client"),
+    "httpx": ("munjang.Client and remote encoders", "client"),
     "openvino": ("the openvino backend", "openvino"),
     "ray": ("encoding with Ray", "ray"),
     "pyarrow": ("parquet", "ray"),

@@ -18,7 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from .paraphrase_mining import as_embedding_matrix, check_positive, paraphrase_mining_embeddings
 
 if TYPE_CHECKING:
-    from ..encoder import SentenceEncoder
+    from ..embedder import Embedder
 
 
 def _exact_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +76,7 @@ def near_duplicates(
 
 def deduplicate(
     texts: Sequence[str],
-    model: SentenceEncoder,
+    model: Embedder,
     threshold: float = 0.95,
     batch_size: int = 32,
     top_k: int = 100,

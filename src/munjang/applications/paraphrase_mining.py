@@ -24,7 +24,7 @@ from ..formats import SIMILARITY_FUNCTIONS
 from ..similarity import as_tensor, similarity
 
 if TYPE_CHECKING:
-    from ..encoder import SentenceEncoder
+    from ..embedder import Embedder
 
 Pair = tuple[float, int, int]
 
@@ -182,7 +182,7 @@ def paraphrase_mining_embeddings(
 
 
 def paraphrase_mining(
-    model: SentenceEncoder,
+    model: Embedder,
     sentences: Sequence[str],
     batch_size: int = 32,
     top_k: int = 100,

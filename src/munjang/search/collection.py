@@ -32,7 +32,7 @@ from ..inference.hardware import torch_threads
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
-from .inputs import check_texts, metadata_json, model_key
+from .inputs import check_texts, metadata_json, model_key, remote_name
 from .live_index import LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
@@ -110,9 +110,11 @@ class Collection(CollectionSearch):
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
         if encoder is None:
-            from ..encoder import load_encoder
+            from ..embedder import load_embedder
 
-            encoder = load_encoder(None if model is None else str(model), device=device)
+            encoder = load_embedder(None if model is None else str(model), device=device)
+        elif model is None and remote_name(encoder) is not None:
+            model = remote_name(encoder)  # reopening finds the same remote model (its key is never stored)
         prompts = getattr(encoder, "prompts", {}) or {}
         if query_prompt_name is None and "query" in prompts:
             query_prompt_name = "query"
@@ -213,10 +215,10 @@ class Collection(CollectionSearch):
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ..encoder import load_encoder
+            from ..embedder import load_embedder
 
             model = self.config["model"]
-            self._encoder = load_encoder(None if model == "default" else model, device=self._device)
+            self._encoder = load_embedder(None if model == "default" else model, device=self._device)
             dim = int(self._encoder.get_embedding_dimension())
             if dim != self.config["dim"]:
                 raise CollectionError(

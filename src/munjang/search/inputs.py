@@ -18,6 +18,14 @@ def model_key(model: str | os.PathLike[str] | None) -> str:
     return str(path.resolve()) if path.exists() else str(model)
 
 
+def remote_name(encoder: Any) -> str | None:
+    """The name of a remote encoder (`openai:...`, `remote:...`), which a collection records in place
+    of a model folder; None for a local one."""
+    from ..remote import RemoteEncoder
+
+    return encoder.name if isinstance(encoder, RemoteEncoder) else None
+
+
 def check_texts(ids: Sequence[str], texts: Sequence[str]) -> None:
     """Ids and texts of one `add`: as many of each, ids unique non-empty strings, texts non-empty."""
     if isinstance(ids, str) or isinstance(texts, str):

@@ -93,6 +93,7 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
     import torch
 
     from ..cross_encoder import load_cross_encoder
+    from ..embedder import load_embedder
     from ..encoder import load_encoder
     from .trainer import Trainer
 
@@ -100,7 +101,7 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
 
     def teacher(ref: ModelRef) -> Any:
         if ref.target not in teachers:
-            teachers[ref.target] = load_encoder(ref.target, device=config.device)
+            teachers[ref.target] = load_embedder(ref.target, device=config.device)
         return teachers[ref.target]
 
     # Read the data before loading the model, so a bad row is reported at once; distillation data

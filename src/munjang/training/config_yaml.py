@@ -126,8 +126,13 @@ def as_path(value: Any, base: Path, key: str) -> Path:
 
 
 def as_model_ref(value: Any, base: Path, key: str) -> ModelRef:
-    """A folder (resolved like any path) or, when it looks like one and is no local folder, a hub id."""
+    """A folder (resolved like any path) or, when it looks like one and is no local folder, a hub id;
+    a remote name (`openai:<model>`, docs/remote.md) as it is, for teachers."""
+    from ..remote import is_remote_name
+
     text = as_text(value, key)
+    if is_remote_name(text):
+        return ModelRef(text, text, False, key)
     local = Path(text).expanduser()
     if local.is_absolute() or text.startswith(("~", ".")) or not looks_like_hub_id(text):
         return ModelRef(text, str(as_path(text, base, key)), True, key)
