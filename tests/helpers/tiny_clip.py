@@ -82,3 +82,13 @@ def write_images(folder: Path, count: int, suffix: str = ".png") -> list[Path]:
         random_image(100 + i).save(path)
         paths.append(path)
     return paths
+
+
+def image_collection(folder: Path, encoder: object, count: int = 6) -> tuple[Path, list[Path]]:
+    """A collection folder of `count` random images (ids image0.png, ...) encoded by a CLIP `encoder`."""
+    from munjang.search import Collection
+
+    files = write_images(folder.parent / f"{folder.name}-pictures", count)
+    with Collection.create(folder, encoder.model_folder, encoder=encoder) as col:  # type: ignore[attr-defined]
+        col.add_images(files)
+    return folder, files
