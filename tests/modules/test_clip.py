@@ -68,6 +68,17 @@ def test_plain_hf_checkpoint_loads_as_one_module(hf_clip: Path, images: list[Any
     _assert_same(encoder, SentenceTransformer(str(hf_clip), device="cpu"), images)
 
 
+def test_classic_st_layout_with_a_module_folder_loads(tmp_path: Path, images: list[Any]) -> None:
+    """The layout of the hub's sentence-transformers/clip-ViT-B-32: the model in `0_CLIPModel/`."""
+    folder = tmp_path / "classic"
+    save_hf_clip(folder / "0_CLIPModel", seed=2)
+    entry = {"idx": 0, "name": "0", "path": "0_CLIPModel", "type": "sentence_transformers.models.CLIPModel"}
+    (folder / "modules.json").write_text(json.dumps([entry]))
+    encoder = munjang.load_encoder(folder, device="cpu")
+    assert encoder.clip is not None
+    _assert_same(encoder, SentenceTransformer(str(folder), device="cpu"), images)
+
+
 def test_munjang_saved_clip_loads_in_st(st_clip: Path, tmp_path: Path, images: list[Any]) -> None:
     encoder = munjang.load_encoder(st_clip, device="cpu")
     encoder.save(tmp_path / "saved")
@@ -117,11 +128,11 @@ def test_a_text_model_refuses_images(encoder: munjang.SentenceEncoder, images: l
         encoder.encode(["a sentence", images[0]])
 
 
-def test_pickle_only_or_non_clip_folders_are_refused(hf_clip: Path, tmp_path: Path) -> None:
+def test_weightless_or_non_clip_folders_are_refused(hf_clip: Path, tmp_path: Path) -> None:
     folder = tmp_path / "nosafe"
     folder.mkdir()
     (folder / "config.json").write_text((hf_clip / "config.json").read_text())
-    with pytest.raises(munjang.ModelLoadError, match="safetensors"):
+    with pytest.raises(munjang.ModelLoadError, match="no weights"):
         CLIPModel.load(folder)
     (folder / "config.json").write_text('{"model_type": "bert"}')
     with pytest.raises(munjang.ModelLoadError, match="not describe a CLIP"):

@@ -126,7 +126,8 @@ class CLIPModel(Module):
         max_seq_length: int | None = None,
         **kwargs: Any,
     ) -> CLIPModel:
-        """Read a CLIP checkpoint and its processor from `path` (safetensors weights only)."""
+        """Read a CLIP checkpoint and its processor from `path` (safetensors weights, or else
+        `pytorch_model.bin` through the weights-only unpickler)."""
         require("PIL")
         from transformers import CLIPModel as HFCLIPModel
         from transformers import CLIPProcessor
@@ -134,10 +135,11 @@ class CLIPModel(Module):
         path = Path(path)
         if not is_clip_folder(path):
             raise ModelLoadError(f"{path}: config.json does not describe a CLIP model (model_type 'clip')")
-        if not (path / "model.safetensors").exists() and not (path / "model.safetensors.index.json").exists():
-            raise ModelLoadError(f"{path}: no model.safetensors (munjang loads safetensors weights only)")
-        try:
-            model = HFCLIPModel.from_pretrained(str(path), dtype=dtype, use_safetensors=True)
+        safetensors = any(path.glob("*.safetensors"))
+        if not safetensors and not any(path.glob("pytorch_model*.bin")):
+            raise ModelLoadError(f"{path}: no weights (model.safetensors) in the CLIP model folder")
+        try:  # a pytorch_model.bin is read by torch's weights-only unpickler: tensors, no code
+            model = HFCLIPModel.from_pretrained(str(path), dtype=dtype, use_safetensors=safetensors)
             processor = CLIPProcessor.from_pretrained(str(path))
         except (OSError, ValueError, TypeError) as e:
             raise ModelLoadError(f"{path}: cannot load the CLIP model or its processor ({e})") from e

@@ -231,7 +231,7 @@ class Collection(CollectionSearch):
     @property
     def images(self) -> ImageFiles | None:
         """The stored image files of an image collection (a folder collection's `images/`)."""
-        return None if self.folder is None else ImageFiles(self.folder / "images")
+        return ImageFiles.of_collection(self.folder)
 
     def _encode(
         self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool

@@ -34,6 +34,12 @@ class ImageFiles:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    @classmethod
+    def of_collection(cls, collection_folder: Path | None) -> ImageFiles | None:
+        """The images of a collection kept in a folder (its `images/`); None for one kept elsewhere
+        (a database), which stores no image files."""
+        return None if collection_folder is None else cls(collection_folder / "images")
+
     def put(self, source: Path | bytes, suffix: str | None = None, max_bytes: int = MAX_IMAGE_BYTES) -> str:
         """Check that `source` (a file, or bytes with their `suffix`) is a readable image and store it;
         returns the stored name. Raises ImageError naming the source when it is not."""
