@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
@@ -33,6 +34,7 @@ def client(encoder, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[n
         collection_paths={"pictures": pictures, "texts": work / "texts"},
     )
     with TestClient(create_app(settings), base_url=LOCAL) as test_client:
+        test_client.clip = clip  # type: ignore[attr-defined]
         yield test_client, files
 
 
@@ -105,3 +107,16 @@ def test_only_stored_image_documents_are_served(client, path: str) -> None:  # t
     answer = http.get(path, headers=KEY)
     assert answer.status_code in (400, 404), answer.text
     assert answer.json()["error"]["message"]
+
+
+def test_a_clip_model_embeds_texts_over_the_embeddings_api(client) -> None:  # type: ignore[no-untyped-def]
+    http, _ = client
+    texts = ["the cat", "a dog on the mat"]
+    answer = http.post("/v1/embeddings", json={"model": "clip", "input": texts}, headers=KEY)
+    assert answer.status_code == 200, answer.text
+    vectors = np.array([row["embedding"] for row in answer.json()["data"]])
+    np.testing.assert_allclose(vectors, http.clip.encode(texts), atol=1e-5)
+    assert answer.json()["usage"]["prompt_tokens"] > len(texts)
+    too_long = {"model": "clip", "input": ["z" * 200], "truncate": False}
+    refused = http.post("/v1/embeddings", json=too_long, headers=KEY)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "input_too_long"
