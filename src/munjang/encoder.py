@@ -325,6 +325,8 @@ class SentenceEncoder(nn.Sequential):
         - `truncate_dim` keeps the first N dimensions (Matryoshka models), before normalizing.
         - `output_value="token_embeddings"` gives one (tokens, dim) array per input, padding removed.
         - Returns numpy by default; torch with `convert_to_tensor=True` (or `convert_to_numpy=False`).
+        - A CLIP model also takes images among the inputs: PIL images and `pathlib.Path` files (a str is
+          always text; see `munjang.images`).
         """
         single = isinstance(sentences, str) or is_image_input(sentences)
         texts: list[str] = [sentences] if single else list(sentences)  # type: ignore[list-item]
@@ -597,8 +599,8 @@ def load_encoder(
     else:
         raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
     if pooling is not None:
-        if isinstance(modules[0], StaticEmbedding):
-            raise ValueError(f"{folder} is a static embedding model: it has no pooling to override")
+        if not isinstance(modules[0], Transformer):
+            raise ValueError(f"{folder} is a {type(modules[0]).__name__} model: no pooling to override")
         modules = replace_pooling(modules, pooling)
     encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device

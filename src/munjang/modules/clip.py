@@ -20,6 +20,7 @@ import torch
 from ..errors import ModelLoadError
 from ..extras import require
 from .base import Features, Module, read_json, write_json
+from .transformer import _quiet_transformers
 
 # What sentence-transformers (v5.4+) writes into sentence_bert_config.json for a CLIP model.
 ST_CONFIG = {
@@ -138,6 +139,7 @@ class CLIPModel(Module):
         safetensors = any(path.glob("*.safetensors"))
         if not safetensors and not any(path.glob("pytorch_model*.bin")):
             raise ModelLoadError(f"{path}: no weights (model.safetensors) in the CLIP model folder")
+        _quiet_transformers()
         try:  # a pytorch_model.bin is read by torch's weights-only unpickler: tensors, no code
             model = HFCLIPModel.from_pretrained(str(path), dtype=dtype, use_safetensors=safetensors)
             processor = CLIPProcessor.from_pretrained(str(path))
