@@ -120,3 +120,17 @@ def test_a_clip_model_embeds_texts_over_the_embeddings_api(client) -> None:  # t
     too_long = {"model": "clip", "input": ["z" * 200], "truncate": False}
     refused = http.post("/v1/embeddings", json=too_long, headers=KEY)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "input_too_long"
+
+
+def test_the_python_client_searches_by_image_and_fetches_images(client, request) -> None:  # type: ignore[no-untyped-def]
+    http, files = client
+    remote = munjang.Client(api_key="k", http=http)
+    request.addfinalizer(lambda: http.headers.pop("Authorization"))  # the client set it on the shared one
+    hits = remote.search_image("pictures", files[4], top_k=2)
+    assert hits[0]["id"] == "image4.png"
+    assert remote.search_image("pictures", files[4].read_bytes(), top_k=1)[0]["id"] == "image4.png"
+    assert remote.image("pictures", "image4.png") == files[4].read_bytes()
+    assert max(Image.open(io.BytesIO(remote.image("pictures", "image4.png", thumbnail=20))).size) == 20
+    with pytest.raises(munjang.ServerError) as missing:
+        remote.image("pictures", "nope.png")
+    assert missing.value.status == 404
