@@ -8,11 +8,13 @@ from .encoder import SentenceEncoder, load_encoder
 from .errors import (
     CorruptModelError,
     DataFormatError,
+    ImageError,
     InputTooLongError,
     ModelLoadError,
     ModelNotFoundError,
     MunjangError,
 )
+from .images import load_image
 from .m3_encoder import M3Encoder, load_m3_encoder
 from .modules import Dense, Normalize, Pooling, Transformer
 from .remote import RemoteEncoder
@@ -28,6 +30,7 @@ __all__ = [
     "DataFormatError",
     "Dense",
     "Embedder",
+    "ImageError",
     "InputTooLongError",
     "M3Encoder",
     "ModelLoadError",
@@ -44,6 +47,7 @@ __all__ = [
     "load_cross_encoder",
     "load_embedder",
     "load_encoder",
+    "load_image",
     "load_m3_encoder",
     "pairwise_similarity",
     "similarity",

@@ -110,7 +110,8 @@ AddFormatOption = Annotated[
     str,
     typer.Option(
         "--format",
-        help="auto; txt, jsonl, csv, tsv (files of records); files (one document per file).",
+        help="auto; txt, jsonl, csv, tsv (files of records); files (one document per file); images "
+        "(image files and folders of them, for a CLIP model; auto when every path holds images only).",
     ),
 ]
 
@@ -161,6 +162,12 @@ def add(
     """
     if upsert and skip_existing:
         raise ValueError("--upsert and --skip-existing exclude each other")
+    if _reads_images(paths, input_format, recursive):
+        with _open(folder, backend, device) as col:
+            failed = _add_images(col, paths, upsert=upsert, recursive=recursive, batch_size=batch_size)
+        if failed:
+            raise typer.Exit(1)
+        return
     if _reads_documents(paths, input_format):
         _add_files(
             folder,
@@ -215,8 +222,8 @@ def _reads_documents(paths: list[Path], input_format: str) -> bool:
     from .data.texts import detect_text_format
     from .ingest import file_format
 
-    if input_format == "files":
-        return True
+    if input_format in ("files", "images"):
+        return input_format == "files"
     folders = [p for p in paths if p.is_dir()]
     if input_format != "auto":
         if input_format not in RECORD_FORMATS:
@@ -329,6 +336,79 @@ def _add_files(
         raise typer.Exit(1)
 
 
+def _image_files(paths: list[Path], recursive: bool) -> list[tuple[Path, Path | None]]:
+    """The image files among `paths` (folders searched for them), each with the folder it was found in."""
+    from .images import IMAGE_SUFFIXES
+
+    found: list[tuple[Path, Path | None]] = []
+    for path in paths:
+        if path.is_dir():
+            inside = path.rglob("*") if recursive else path.glob("*")
+            found += [(f, path) for f in sorted(inside) if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file()]
+        elif path.suffix.lower() in IMAGE_SUFFIXES:
+            found.append((path, None))
+    return found
+
+
+def _reads_images(paths: list[Path], input_format: str, recursive: bool) -> bool:
+    """Whether to add `paths` as images: --format images, or with auto, when they are image files and
+    folders that hold images and no document files."""
+    from .ingest import file_format
+
+    if input_format != "auto":
+        return input_format == "images"
+    if any(not p.is_dir() and file_format(p) is not None for p in paths):
+        return False
+    files = [p for p in paths if not p.is_dir()]
+    if len(_image_files(files, recursive)) != len(files):
+        return False
+    for folder in (p for p in paths if p.is_dir()):
+        inside = list(folder.rglob("*") if recursive else folder.glob("*"))
+        if any(file_format(f) is not None for f in inside) or not _image_files([folder], recursive):
+            return False
+    return True
+
+
+def _add_images(col: Any, paths: list[Path], *, upsert: bool, recursive: bool, batch_size: int) -> int:
+    """Add image files in committed batches, skipping stored ids (unless `upsert`); each unreadable image
+    is reported on one `error:` line and the rest are added. Returns how many failed."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from .ingest import document_id
+
+    files = [(f, document_id(f, root)) for f, root in _image_files(paths, recursive)]
+    if not files:
+        raise ValueError(f"{', '.join(map(str, paths))}: no image files")
+    pending = files if upsert else [(f, i) for f, i in files if i not in col]
+    added = updated = failed = 0
+    conflict = "upsert" if upsert else "skip"
+    try:
+        starts = range(0, len(pending), FILES_PER_COMMIT)
+        for start in tqdm(starts, desc="images", unit="batch", disable=None):
+            batch = pending[start : start + FILES_PER_COMMIT]
+            files_in, ids = [f for f, _ in batch], [i for _, i in batch]
+            result = col.add_images(files_in, ids, on_conflict=conflict, batch_size=batch_size)
+            for message in result.failed:
+                tqdm.write(f"error: {message}", file=sys.stderr)
+            added, updated = added + result.added, updated + result.updated
+            failed += len(result.failed)
+    finally:
+        typer.echo(
+            f"added {added} images, updated {updated}, skipped {len(files) - len(pending)}, failed {failed}; "
+            f"{len(col)} documents in {col.location}"
+        )
+    return failed
+
+
+def _query_images(paths: list[Path]) -> list[Any]:
+    """The query images, read now so that a missing or broken file is one error naming it."""
+    from .images import load_image
+
+    return [load_image(p) for p in paths]
+
+
 def _weights(text: str | None) -> list[float] | None:
     if text is None:
         return None
@@ -341,7 +421,13 @@ def _weights(text: str | None) -> list[float] | None:
 @index_app.command("search")
 def search(
     folder: FolderArgument,
-    query: Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")],
+    query: Annotated[
+        list[str] | None, typer.Option("--query", "-q", help="Query text (repeat for several).")
+    ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option("--image", help="Query image file, for a CLIP collection (repeat for several)."),
+    ] = None,
     backend: BackendOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
     mode: Annotated[str, typer.Option(help="dense, lexical (BM25) or hybrid.")] = "dense",
@@ -373,9 +459,11 @@ def search(
     from .search.filters import parse_filter_args
 
     spec = parse_filter_args(filters or [])
+    if not query and not image:
+        raise ValueError("give a query: --query TEXT or --image FILE")
     with _open(folder, backend, device, readonly=True) as col:
         results = col.search(
-            list(query),
+            [*(query or []), *_query_images(image or [])],
             k=top_k,
             mode="hybrid" if hybrid else mode,
             filter=spec,
@@ -389,7 +477,7 @@ def search(
             unit=unit,
             aggregate=aggregate,
         )
-    for q, hits in zip(query, results, strict=True):
+    for q, hits in zip([*(query or []), *(f"image {p}" for p in image or [])], results, strict=True):
         if as_json:
             rows = [
                 {

@@ -4,6 +4,7 @@
     vectors = client.embed(["서울 날씨", "Seoul weather"])          # numpy (n, dim)
     client.rerank("query", ["doc a", "doc b"], top_n=1)
     client.add("news", [{"id": "1", "text": "..."}]); client.search("news", "query", mode="hybrid")
+    client.search_image("photos", "cat.jpg"); client.image("photos", "cat.jpg", thumbnail=128)
 
 Errors come back as `ServerError` carrying the HTTP status and the field the server named.
 """
@@ -11,8 +12,11 @@ Errors come back as `ServerError` carrying the HTTP status and the field the ser
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -146,6 +150,24 @@ class Client:
             f"/v1/collections/{name}/search", {"query": query, "top_k": top_k, **options}
         )["data"]
         return hits
+
+    def search_image(
+        self, name: str, image: bytes | str | os.PathLike[str], top_k: int = 10, **options: Any
+    ) -> list[dict[str, Any]]:
+        """Hits for an image query (the image file's path, or its bytes) in a served CLIP collection."""
+        data = image if isinstance(image, bytes) else Path(image).read_bytes()
+        body = {"image": base64.b64encode(data).decode("ascii"), "top_k": top_k, **options}
+        hits: list[dict[str, Any]] = self._post(f"/v1/collections/{name}/search", body)["data"]
+        return hits
+
+    def image(self, name: str, doc_id: str, thumbnail: int | None = None) -> bytes:
+        """The stored image of an image document (a PNG at most `thumbnail` pixels on a side)."""
+        params = {} if thumbnail is None else {"thumbnail": thumbnail}
+        response = self.http.get(f"/v1/collections/{name}/images/{quote(doc_id, safe='')}", params=params)
+        if response.status_code >= 400:
+            self._answer(response)
+        content: bytes = response.content
+        return content
 
     def close(self) -> None:
         self.http.close()

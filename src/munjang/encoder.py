@@ -26,13 +26,15 @@ from .formats import (
     write_modules,
 )
 from .hub import resolve_model_path
+from .images import is_image_input
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
-from .inference.static_bag import STATIC_BATCH, encode_bags
 from .inference.weights_state import optimizer_generation, weights_state
+from .inference.whole_inputs import encode_whole
 from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
+from .modules.clip import CLIPModel, is_clip_folder
 from .modules.pipeline import replace_pooling
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -61,8 +63,8 @@ class SentenceEncoder(nn.Sequential):
         similarity_fn_name: str = "cosine",
         device: str | torch.device | None = None,
     ) -> None:
-        if not modules or not isinstance(modules[0], (Transformer, StaticEmbedding)):
-            raise ValueError("a SentenceEncoder starts with a Transformer or StaticEmbedding module")
+        if not modules or not isinstance(modules[0], (Transformer, StaticEmbedding, CLIPModel)):
+            raise ValueError("a SentenceEncoder starts with a Transformer, StaticEmbedding or CLIPModel")
         super().__init__(*modules)
         self.prompts: dict[str, str] = dict(prompts or {})
         if default_prompt_name is not None and default_prompt_name not in self.prompts:
@@ -90,7 +92,8 @@ class SentenceEncoder(nn.Sequential):
     def transformer(self) -> Transformer:
         module = self[0]
         if not isinstance(module, Transformer):
-            raise TypeError("this is a static embedding model: it has no transformer (encode it instead)")
+            kind = "a static embedding" if isinstance(module, StaticEmbedding) else "a CLIP (image + text)"
+            raise TypeError(f"this is {kind} model: it has no transformer (encode it instead)")
         return module
 
     @property
@@ -100,10 +103,16 @@ class SentenceEncoder(nn.Sequential):
         return module if isinstance(module, StaticEmbedding) else None
 
     @property
-    def input_module(self) -> Transformer | StaticEmbedding:
-        """The first module, which tokenizes: the Transformer, or a static model's StaticEmbedding."""
+    def clip(self) -> CLIPModel | None:
+        """The CLIPModel module of an image + text model, None for a text-only model."""
         module = self[0]
-        assert isinstance(module, (Transformer, StaticEmbedding))
+        return module if isinstance(module, CLIPModel) else None
+
+    @property
+    def input_module(self) -> Transformer | StaticEmbedding | CLIPModel:
+        """The first module, which tokenizes: the Transformer, a static model's StaticEmbedding or CLIP."""
+        module = self[0]
+        assert isinstance(module, (Transformer, StaticEmbedding, CLIPModel))
         return module
 
     @property
@@ -118,6 +127,9 @@ class SentenceEncoder(nn.Sequential):
     def max_seq_length(self, value: int) -> None:
         if self.static is not None:
             raise ValueError("a static model truncates as its tokenizer does; max_seq_length is fixed")
+        if self.clip is not None:
+            self.clip.max_seq_length = value
+            return
         limit = self.transformer._model_limit()
         if not 1 <= value <= limit:
             raise ValueError(f"max_seq_length must be between 1 and the model's limit {limit}, not {value}")
@@ -170,8 +182,8 @@ class SentenceEncoder(nn.Sequential):
         `encoder(encoder.tokenize(texts))["sentence_embedding"]` gives the embeddings with gradients.
         """
         inputs = [prompt + t for t in texts] if prompt else list(texts)
-        if self.static is not None:
-            return dict(self.static.tokenize(inputs))
+        if not isinstance(self[0], Transformer):
+            return dict(self.input_module.tokenize(inputs))
         transformer = self.transformer
         encoded = transformer.tokenize(inputs)
         features: dict[str, Any] = dict(transformer.collate(encoded, range(len(inputs))))
@@ -249,8 +261,8 @@ class SentenceEncoder(nn.Sequential):
         return found
 
     def _check_static_backend(self, backend: str) -> None:
-        if self.static is not None and backend != "torch":
-            raise ValueError(f"a static embedding model runs on torch only, not {backend!r}")
+        if not isinstance(self[0], Transformer) and backend != "torch":
+            raise ValueError(f"a {type(self[0]).__name__} model runs on torch only, not {backend!r}")
 
     def _weights(self) -> list[torch.Tensor]:
         return list(self.transformer.parameters())
@@ -313,11 +325,13 @@ class SentenceEncoder(nn.Sequential):
         - `truncate_dim` keeps the first N dimensions (Matryoshka models), before normalizing.
         - `output_value="token_embeddings"` gives one (tokens, dim) array per input, padding removed.
         - Returns numpy by default; torch with `convert_to_tensor=True` (or `convert_to_numpy=False`).
+        - A CLIP model also takes images among the inputs: PIL images and `pathlib.Path` files (a str is
+          always text; see `munjang.images`).
         """
-        single = isinstance(sentences, str)
+        single = isinstance(sentences, str) or is_image_input(sentences)
         texts: list[str] = [sentences] if single else list(sentences)  # type: ignore[list-item]
         for i, text in enumerate(texts):
-            if not isinstance(text, str):
+            if not isinstance(text, str) and not (self.clip is not None and is_image_input(text)):
                 raise TypeError(f"sentences[{i}] is {type(text).__name__}, not str")
         self._check_limits(batch_size, max_tokens, truncate_dim)
         if output_value not in ("sentence_embedding", "token_embeddings"):
@@ -328,15 +342,15 @@ class SentenceEncoder(nn.Sequential):
                 self.to(resolve_device(device))
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
-        if self.static is not None:  # batches of STATIC_BATCH+ rows: small ones only slow the tokenizer
+        if not isinstance(self[0], Transformer):  # a static model's bags, CLIP's texts and images
             if output_value != "sentence_embedding":
-                raise ValueError("a static embedding model gives sentence embeddings only")
+                raise ValueError(f"a {type(self[0]).__name__} model gives sentence embeddings only")
             self._check_static_backend(backend or "torch")
             if self.training:
                 self.eval()
-            vectors = encode_bags(
-                self, self.static, texts, dim=self.get_embedding_dimension(), device=self.device,
-                prompt=self._prompt_text(prompt_name, prompt), batch_size=max(batch_size or 0, STATIC_BATCH),
+            vectors = encode_whole(
+                self, self.input_module, texts, dim=self.get_embedding_dimension(), device=self.device,
+                prompt=self._prompt_text(prompt_name, prompt), batch_size=batch_size,
                 truncate_dim=truncate_dim, normalize_embeddings=normalize_embeddings,
                 show_progress_bar=show_progress_bar,
             )  # fmt: skip
@@ -575,6 +589,9 @@ def load_encoder(
     if (folder / "modules.json").exists():
         modules = read_modules(folder, **load_kwargs)
         settings = EncoderSettings.read(folder)
+    elif is_clip_folder(folder):  # a plain Hugging Face CLIP checkpoint: one module, as sentence-transformers
+        modules = [CLIPModel.load(folder, **load_kwargs)]
+        settings = EncoderSettings()
     elif (folder / "config.json").exists():
         transformer = Transformer.load(folder, **load_kwargs)
         modules = [transformer, Pooling(transformer.hidden_size, "mean")]
@@ -582,8 +599,8 @@ def load_encoder(
     else:
         raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
     if pooling is not None:
-        if isinstance(modules[0], StaticEmbedding):
-            raise ValueError(f"{folder} is a static embedding model: it has no pooling to override")
+        if not isinstance(modules[0], Transformer):
+            raise ValueError(f"{folder} is a {type(modules[0]).__name__} model: no pooling to override")
         modules = replace_pooling(modules, pooling)
     encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device

@@ -29,3 +29,7 @@ class InputTooLongError(MunjangError, ValueError):
 
 class MissingExtraError(MunjangError, ImportError):
     """An optional dependency is not installed; the message names the pip extra that brings it."""
+
+
+class ImageError(MunjangError, ValueError):
+    """An image could not be read: missing, not an image, too large, or its download failed."""

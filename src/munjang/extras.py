@@ -22,6 +22,7 @@ EXTRAS = {
     "pypdf": ("reading PDF files", "files"),
     "bs4": ("reading HTML files", "files"),
     "charset_normalizer": ("reading text that is not UTF-8", "files"),
+    "PIL": ("images (CLIP models, image collections)", "images"),
 }
 
 

@@ -6,6 +6,7 @@
     1_Pooling/config.json             pooling modes (classic boolean keys, or `pooling_mode`)
     2_Dense/config.json + weights     optional projection
     model.safetensors + tokenizer.json  StaticEmbedding in place of the Transformer (no config)
+    config.json (clip) + processor    CLIPModel in place of the Transformer (texts and images)
     3_Normalize/                      optional, empty
 
 Both the classic type names (`sentence_transformers.models.Pooling`) and the newer ones
@@ -23,6 +24,7 @@ from typing import Any
 from .errors import ModelLoadError
 from .modules import Dense, Dropout, Module, Normalize, Pooling, StaticEmbedding, Transformer
 from .modules.base import read_json, write_json
+from .modules.clip import CLIPModel, is_clip_folder
 
 MODULE_CLASSES: dict[str, type[Module]] = {
     "Transformer": Transformer,
@@ -31,6 +33,7 @@ MODULE_CLASSES: dict[str, type[Module]] = {
     "Dropout": Dropout,
     "Normalize": Normalize,
     "StaticEmbedding": StaticEmbedding,
+    "CLIPModel": CLIPModel,
 }
 # Old sentence-transformers names for the transformer module.
 _TRANSFORMER_ALIASES = {"BERT", "RoBERTa", "XLMRoBERTa", "DistilBERT", "ALBERT", "XLNet", "T5", "CamemBERT"}
@@ -126,6 +129,8 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
     for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
         cls = module_class(str(entry.get("type", "")))
         sub = folder / str(entry.get("path", ""))
+        if cls is Transformer and is_clip_folder(sub):  # how sentence-transformers v5.4+ types CLIP
+            cls = CLIPModel
         if Path(str(entry.get("path", ""))).is_absolute() or not sub.resolve().is_relative_to(root):
             raise ModelLoadError(
                 f"{where}: module path {entry.get('path')!r} points outside the model folder"
@@ -145,7 +150,8 @@ def write_modules(folder: Path, modules: list[Module]) -> None:
     entries = []
     for idx, module in enumerate(modules):
         # Input modules live at the root, as sentence-transformers saves them.
-        sub = "" if isinstance(module, (Transformer, StaticEmbedding)) else f"{idx}_{type(module).__name__}"
+        at_root = isinstance(module, (Transformer, StaticEmbedding, CLIPModel))
+        sub = "" if at_root else f"{idx}_{type(module).__name__}"
         module.save(folder / sub)
         entries.append({"idx": idx, "name": str(idx), "path": sub, "type": module.st_type})
     write_json(folder / "modules.json", entries)

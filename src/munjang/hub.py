@@ -104,6 +104,7 @@ def _download(
                 "*.model",
                 "*/*.json",
                 "*/*.safetensors",
+                "*/*.txt",
                 "*.md",
                 # bge-m3's heads (read weights-only; see m3_encoder.py)
                 "colbert_linear.pt",

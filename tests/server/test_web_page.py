@@ -1,6 +1,7 @@
 """The web page in a real browser: headless Chromium (Debian's `chromium` + `chromium-driver`,
 driven by Selenium) searches the demo collection in Korean, draws the similarity heatmap and the
-collection map, and shows a document's text on hover. Screenshots go to `test-artifacts/`.
+collection map, shows a document's text on hover, and searches an image collection (a tiny random
+CLIP) by text and by an uploaded image. Screenshots go to `test-artifacts/`.
 
 `.ci/run` installs the browser (`make browser`); without it these tests are skipped, never passed.
 """
@@ -181,4 +182,40 @@ def test_a_long_document_shows_its_matched_passage(browser, e5_path, tmp_path):
         assert "한라산" in text and len(text) < len(page)
         start, end = (int(x) for x in where.rsplit(" ", 1)[1].split("–"))
         assert where.startswith("passage ") and page[start:end].strip() == text
+        assert severe_console_messages(browser) == []
+
+
+def test_image_tab_searches_by_text_and_by_an_uploaded_image(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    import munjang
+    from tests.helpers.tiny_clip import image_collection, save_st_clip
+
+    clip = munjang.load_encoder(save_st_clip(tmp_path / "clip"), device="cpu")
+    folder, files = image_collection(tmp_path / "pictures", clip)
+    settings = ServerSettings(models={"tiny-clip": clip}, collection_paths={"pictures": folder})
+    with live_server(create_app(settings)) as url:
+        browser.get(url + "/")
+        wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+        browser.find_element(By.CSS_SELECTOR, "nav button[data-tab=images]").click()
+        assert browser.find_element(By.ID, "image-collection").get_attribute("value") == "pictures"
+        grid = browser.find_element(By.ID, "image-results")
+
+        browser.find_element(By.ID, "image-query").send_keys("the cat")
+        browser.find_element(By.CSS_SELECTOR, "#image-form button[type=submit]").click()
+        wait_for(browser, lambda d: grid.get_attribute("data-rendered") == str(len(files)))
+        loaded = "return [...document.querySelectorAll('#image-results img')].map((i) => i.naturalWidth);"
+        wait_for(browser, lambda d: all(w > 0 for w in d.execute_script(loaded)))
+        assert "by text" in browser.find_element(By.ID, "image-status").text
+
+        browser.find_element(By.ID, "image-file").send_keys(str(files[2]))
+        wait_for(browser, lambda d: d.find_element(By.ID, "image-preview").is_displayed())
+        browser.find_element(By.CSS_SELECTOR, "#image-form button[type=submit]").click()
+        wait_for(browser, lambda d: "by an image" in d.find_element(By.ID, "image-status").text)
+        wait_for(browser, lambda d: grid.get_attribute("data-rendered") == str(len(files)))
+        first = browser.find_elements(By.CSS_SELECTOR, "#image-results figure")[0]
+        assert first.get_attribute("data-id") == files[2].name
+        assert float(first.find_element(By.CLASS_NAME, "score").text) == pytest.approx(1.0, abs=1e-3)
+        wait_for(browser, lambda d: all(w > 0 for w in d.execute_script(loaded)))
+        screenshot(browser, "images")
         assert severe_console_messages(browser) == []

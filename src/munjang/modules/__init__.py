@@ -1,6 +1,7 @@
 """The pipeline modules of a sentence encoder, each saving and loading its own config."""
 
 from .base import Module
+from .clip import CLIPModel
 from .dense import Dense
 from .dropout import Dropout
 from .normalize import Normalize
@@ -10,6 +11,7 @@ from .transformer import Transformer
 
 __all__ = [
     "POOLING_MODES",
+    "CLIPModel",
     "Dense",
     "Dropout",
     "Module",

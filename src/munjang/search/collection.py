@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from ..inference.hardware import torch_threads
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
+from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, remote_name
 from .live_index import LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
@@ -226,8 +228,13 @@ class Collection(CollectionSearch):
                 )
         return self._encoder
 
+    @property
+    def images(self) -> ImageFiles | None:
+        """The stored image files of an image collection (a folder collection's `images/`)."""
+        return ImageFiles.of_collection(self.folder)
+
     def _encode(
-        self, texts: Sequence[str], prompt_name: str | None, batch_size: int, progress: bool
+        self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
     ) -> np.ndarray:
         vectors = self.encoder.encode(
             list(texts),
@@ -238,13 +245,15 @@ class Collection(CollectionSearch):
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
 
-    def _encode_documents(self, texts: list[str], prompt_name: str | None, batch_size: int) -> np.ndarray:
+    def _encode_documents(
+        self, texts: list[str | Path], prompt_name: str | None, batch_size: int
+    ) -> np.ndarray:
         """`_encode` for a write, paced batch by batch when a `pace` hook is set (see `_tokenize`);
         texts are sorted by length first, so batches stay as evenly padded as the encoder's own
         sort would make them."""
         if self.pace is None:
             return self._encode(texts, prompt_name, batch_size, False)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
         out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             part = order[start : start + batch_size]
@@ -388,9 +397,13 @@ class Collection(CollectionSearch):
         plans = self._plan([texts[i] for i in new_rows], [titles[i] for i in new_rows]) if new_rows else []
         passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
         late = self._planner is not None and self.chunking.late
-        hashes = [late_key(digests[i], p) if late and n > 1 else text_hash(p.encoded) for i, p, n in passages]
+        inputs = [document_input(p.encoded, metas[i], self.images) for i, p, _ in passages]
+        hashes = [
+            late_key(digests[i], p) if late and n > 1 else input_key(x, text_hash(p.encoded))
+            for (i, p, n), x in zip(passages, inputs, strict=True)
+        ]
         cached = self.store.cached_hashes(model, hashes)
-        to_encode, vectors = self._vectors(passages, hashes, cached, texts, titles, batch_size)
+        to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
         tokens = self._tokenize([p.encoded for _, p, _ in passages]) if passages else []
         rows = [
             NewRow(
@@ -422,6 +435,7 @@ class Collection(CollectionSearch):
     def _vectors(
         self,
         passages: list[tuple[int, Passage, int]],
+        inputs: list[str | Path],
         hashes: list[str],
         cached: set[str],
         texts: list[str],
@@ -429,18 +443,19 @@ class Collection(CollectionSearch):
         batch_size: int,
     ) -> tuple[list[str], np.ndarray]:
         """The cache keys and vectors of the passages not in the embedding cache: each encoded on
-        its own, or with late chunking (`late_chunking.py`) per document, all its passages at once."""
+        its own (its text, or an image document's image), or with late chunking (`late_chunking.py`)
+        per document, all its passages at once."""
         prompt_name = self.config["document_prompt_name"]
-        plain: dict[str, str] = {}
+        plain: dict[str, str | Path] = {}
         late: dict[int, list[tuple[Passage, str]]] = {}
         missing: set[int] = set()
-        for (i, p, n), h in zip(passages, hashes, strict=True):
+        for (i, p, n), x, h in zip(passages, inputs, hashes, strict=True):
             if self.chunking.late and n > 1 and self._planner is not None:
                 late.setdefault(i, []).append((p, h))
                 if h not in cached:
                     missing.add(i)
             elif h not in cached:
-                plain.setdefault(h, p.encoded)
+                plain.setdefault(h, x)
         keys, parts = list(plain), []
         if plain:
             parts.append(self._encode_documents(list(plain.values()), prompt_name, batch_size))
@@ -451,6 +466,40 @@ class Collection(CollectionSearch):
             keys += [h for _, h in late[i]]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.config["dim"]), np.float32)
         return keys, vectors
+
+    def add_images(
+        self,
+        images: Sequence[str | os.PathLike[str] | bytes],
+        ids: Sequence[str] | None = None,
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        captions: Sequence[str | None] | None = None,
+        suffixes: Sequence[str | None] | None = None,
+        **add_options: Any,
+    ) -> AddResult:
+        """Add image documents (files, or bytes with their `suffixes`), for a model that encodes
+        images (CLIP): each image is stored in the collection's folder and indexed by its vector,
+        its caption (default: the file name) by BM25. Ids default to the file names. An image that
+        cannot be read is skipped and named in `result.failed`; the others are added (`add_options`
+        as for `add`)."""
+        if self.images is None:
+            raise CollectionError(f"{self.location}: image documents need a folder collection")
+        if getattr(self.encoder, "clip", None) is None:
+            raise CollectionError(f"{self.config['model']} does not encode images (use a CLIP model)")
+        sources = [s if isinstance(s, bytes) else Path(s) for s in images]
+        if ids is None and any(isinstance(s, bytes) for s in sources):
+            raise ValueError("images given as bytes need ids")
+        n = len(sources)
+        doc_ids, texts, metas, failed = image_documents(
+            self.images, sources,
+            list(ids) if ids is not None else [s.name for s in sources if isinstance(s, Path)],
+            [dict(m) if m else None for m in metadata] if metadata is not None else [None] * n,
+            list(captions) if captions is not None else [None] * n,
+            list(suffixes) if suffixes is not None else [None] * n,
+        )  # fmt: skip
+        result = self.add(doc_ids, texts, metas, **add_options) if doc_ids else AddResult()
+        result.failed = failed
+        return result
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete documents by id; returns how many existed. Unknown ids are ignored."""

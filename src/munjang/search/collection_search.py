@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ..images import is_image_input
 from .filters import compile_filter
 from .hybrid import FUSIONS, fuse
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
@@ -85,9 +86,13 @@ class CollectionSearch:
         - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
           or "sum", see `results.py`) or "passage" (passages ranked on their own).
         """
-        single = isinstance(query, str)
-        queries = [query] if isinstance(query, str) else list(query)
+        single = isinstance(query, str) or is_image_input(query)
+        queries: list[Any] = [query] if single else list(query)
         for i, q in enumerate(queries):
+            if is_image_input(q) and (mode != "dense" or rerank is not None):
+                raise ValueError(f"query {i} is an image: images search in dense mode, without rerank")
+            if is_image_input(q):
+                continue
             if not isinstance(q, str):
                 raise TypeError(f"query {i} is {type(q).__name__}, not str")
             if not q.strip():

@@ -34,6 +34,7 @@ class AddResult:
     updated: int = 0
     skipped: int = 0
     encoded: int = 0
+    failed: list[str] = field(default_factory=list)  # images that could not be read (add_images)
 
 
 @dataclass(frozen=True)

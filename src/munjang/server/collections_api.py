@@ -11,7 +11,9 @@ opened them), so its operations run one at a time, off the event loop. Routes:
     POST /v1/collections/{name}/delete       {"ids": [...]}
     POST /v1/collections/{name}/search       {"query", "top_k"?, "mode"?, "filter"?, "fusion"?, "weights"?,
                                               "rerank"?, "rerank_k"?, "unit"?, "aggregate"?}; each hit
-                                              has its `passage` span and `matched_terms`
+                                              has its `passage` span and `matched_terms`; with
+                                              "image" (base64) in place of "query": search by image
+    GET  /v1/collections/{name}/images/{id}  a stored image document's image (images_api.py)
     POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
 """
 
@@ -36,6 +38,7 @@ from ..search.collection import Collection
 from ..search.filters import compile_filter
 from ..search.hybrid import check_weights
 from .errors import APIError
+from .images_api import add_image_routes, check_image_collection, decode_image_query, holds_images
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
 
@@ -182,9 +185,14 @@ class DeleteRequest(BaseModel):
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: StrictStr
+    query: StrictStr | None = Field(default=None, description="The query text (or give `image`).")
+    image: StrictStr | None = Field(
+        default=None, description="A query image, base64 or a data: URI, for a CLIP collection."
+    )
     top_k: StrictInt = Field(default=10, ge=1, le=1000)
-    mode: Literal["dense", "lexical", "hybrid"] = "hybrid"
+    mode: Literal["dense", "lexical", "hybrid"] | None = Field(
+        default=None, description="Default: hybrid for a text query, dense for an image."
+    )
     filter: dict[str, Any] | None = None
     fusion: Literal["weighted", "rrf"] | None = None
     weights: list[StrictFloat | StrictInt] | None = None
@@ -261,7 +269,9 @@ def add_collection_routes(
         return found
 
     async def info_of(name: str) -> dict[str, Any]:
-        info: dict[str, Any] = await named(name).read(lambda collection: collection.info())
+        info: dict[str, Any] = await named(name).read(
+            lambda collection: {**collection.info(), "images": holds_images(collection)}
+        )
         return {"name": name, **info}
 
     @router.get("/collections")
@@ -347,7 +357,13 @@ def add_collection_routes(
         """Dense, BM25 or hybrid search with an optional metadata filter and cross-encoder rerank."""
         target = named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
-        non_empty_text(parsed.query, "query", settings)
+        if (parsed.query is None) == (parsed.image is None):
+            raise APIError(400, "give either 'query' (text) or 'image' (base64)", "query")
+        query: Any = parsed.query
+        if parsed.image is not None:
+            query = await asyncio.to_thread(decode_image_query, parsed.image, settings.max_body_bytes)
+        else:
+            non_empty_text(parsed.query, "query", settings)
         check_filter(parsed.filter)
         checked_weights(parsed.weights)
         reranker = None
@@ -357,10 +373,12 @@ def add_collection_routes(
             reranker = next(iter(settings.rerankers.values()))
 
         def search_with_terms(collection: Collection) -> tuple[list[Any], list[list[str]]]:
+            if parsed.image is not None:
+                check_image_collection(collection, name)
             hits = collection.search(
-                parsed.query,
+                query,
                 parsed.top_k,
-                mode=parsed.mode,
+                mode=parsed.mode or ("dense" if parsed.image is not None else "hybrid"),
                 filter=parsed.filter,
                 fusion=parsed.fusion,
                 weights=parsed.weights,
@@ -369,6 +387,8 @@ def add_collection_routes(
                 unit=parsed.unit,
                 aggregate=parsed.aggregate,
             )
+            if parsed.query is None:
+                return hits, [[] for _ in hits]
             return hits, collection.matched_terms(parsed.query, hits)
 
         hits, terms = await target.read(search_with_terms)
@@ -387,6 +407,8 @@ def add_collection_routes(
                 for h, matched in zip(hits, terms, strict=True)
             ],
         }
+
+    add_image_routes(router, named)
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:

@@ -124,6 +124,31 @@ def prepare(request: EmbeddingRequest, encoder: SentenceEncoder, settings: Serve
     return PreparedRequest(encoded, options, sum(len(ids) for ids in encoded["input_ids"]))
 
 
+def embed_clip_texts(
+    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
+) -> EmbeddingResponse:
+    """Texts through a CLIP model, which has no token-id path to batch: checked as any request, then
+    encoded whole (truncated at the model's limit; `truncate=false` is refused past it)."""
+    texts = request_texts(request, encoder, settings)
+    check_options(request, encoder)
+    clip = encoder.clip
+    assert clip is not None
+    prompt = encoder.prompts.get(request.prompt_name or encoder.default_prompt_name or "", "")
+    lengths = [len(ids) for ids in clip.tokenizer([prompt + t for t in texts])["input_ids"]]
+    if not request.truncate and max(lengths) > encoder.max_seq_length:
+        i = max(range(len(lengths)), key=lengths.__getitem__)
+        message = f"'input[{i}]' has {lengths[i]} tokens, over the model's limit of {encoder.max_seq_length}"
+        raise APIError(400, message, f"input[{i}]", "input_too_long")
+    vectors = encoder.encode(
+        texts,
+        prompt_name=request.prompt_name,
+        truncate_dim=request.dimensions,
+        normalize_embeddings=request.dimensions is not None and encoder.normalizes,
+    )
+    tokens = sum(min(n, encoder.max_seq_length) for n in lengths)
+    return respond(request, name, np.asarray(vectors), tokens)
+
+
 def respond(request: EmbeddingRequest, name: str, vectors: np.ndarray, tokens: int) -> EmbeddingResponse:
     """OpenAI's response shape, vectors as floats or base64."""
     data = [
@@ -176,6 +201,8 @@ async def embed_batched(
     thread, so every waiting request is in the batcher's queue rather than queued for a thread.
     A full queue is a 503 with Retry-After at once; a request past `settings.request_timeout_s`, or
     whose client (`http`) has gone, is dropped from the queue."""
+    if encoder.clip is not None:
+        return await run_in_threadpool(embed_clip_texts, request, name, encoder, settings)
     deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
     prepared = await run_in_threadpool(prepare, request, encoder, settings)
     try:

@@ -1,4 +1,4 @@
-// munjang's web page: search a collection, compare sentences, map a collection.
+// munjang's web page: search a collection, compare sentences, map a collection, search images.
 // Plain JavaScript over the same HTTP API any client uses; no external scripts, so it works offline.
 "use strict";
 
@@ -52,6 +52,7 @@ async function loadServer() {
     const collections = await api("GET", "/v1/collections");
     fillSelect("model", models.data.map((m) => m.id));
     fillSelect("collection", collections.data.map((c) => c.name));
+    fillSelect("image-collection", collections.data.filter((c) => c.images).map((c) => c.name));
     setStatus("server-status", `${models.data.length} model(s), ${collections.data.length} collection(s) served`);
     document.body.dataset.ready = "true";
   } catch (error) {
@@ -333,6 +334,104 @@ $("map-run").addEventListener("click", async () => {
     setStatus("map-status", `${result.points.length} documents of ${collection}, ${result.method.toUpperCase()}`);
   } catch (error) {
     setStatus("map-status", error.message, true);
+  }
+});
+
+// -- image search ------------------------------------------------------------------------------------
+const MAX_UPLOAD_BYTES = 8_000_000;
+const imageState = { query: null };
+
+function asDataURL(blob) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(new Error("could not read the image"));
+    reader.readAsDataURL(blob);
+  });
+}
+
+async function thumbnail(collection, id) {
+  // fetched with the API key, shown as a data: URL (the page's content policy allows no other)
+  const headers = requestHeaders();
+  delete headers["Content-Type"];
+  const path = `/v1/collections/${encodeURIComponent(collection)}/images/${encodeURIComponent(id)}?thumbnail=160`;
+  const response = await fetch(path, { headers });
+  if (!response.ok) throw new Error(`image ${id}: HTTP ${response.status}`);
+  return asDataURL(await response.blob());
+}
+
+async function renderImageResults(collection, hits) {
+  const grid = $("image-results");
+  grid.replaceChildren();
+  grid.dataset.rendered = "0";
+  const figures = hits.map((hit) => {
+    const figure = document.createElement("figure");
+    figure.dataset.id = hit.id;
+    const image = document.createElement("img");
+    image.alt = hit.text;
+    const caption = document.createElement("figcaption");
+    const score = document.createElement("span");
+    score.className = "score";
+    score.textContent = hit.score.toFixed(3);
+    caption.append(score, " ", hit.text);
+    figure.append(image, caption);
+    grid.append(figure);
+    return thumbnail(collection, hit.id).then((url) => {
+      image.src = url;
+    });
+  });
+  const settled = await Promise.allSettled(figures);
+  grid.dataset.rendered = String(settled.filter((s) => s.status === "fulfilled").length);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
+$("image-file").addEventListener("change", async () => {
+  const file = $("image-file").files[0];
+  imageState.query = null;
+  $("image-preview").hidden = true;
+  if (!file) return;
+  if (file.size > MAX_UPLOAD_BYTES) {
+    setStatus("image-status", `${file.name} is over ${MAX_UPLOAD_BYTES / 1e6} MB`, true);
+    return;
+  }
+  imageState.query = await asDataURL(file);
+  $("image-preview").src = imageState.query;
+  $("image-preview").hidden = false;
+  $("image-query").value = "";
+  setStatus("image-status", `searching by ${file.name}: press Search`);
+});
+
+$("image-query").addEventListener("input", () => {
+  imageState.query = null;
+  $("image-file").value = "";
+  $("image-preview").hidden = true;
+});
+
+$("image-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const collection = $("image-collection").value;
+  if (!collection) {
+    setStatus("image-status", "no image collection is served here (munjang index add NAME FOLDER_OF_IMAGES)", true);
+    return;
+  }
+  const text = $("image-query").value.trim();
+  if (!imageState.query && !text) {
+    setStatus("image-status", "type a description or choose an image", true);
+    return;
+  }
+  const top_k = Number($("image-top-k").value) || 12;
+  const body = imageState.query ? { image: imageState.query, top_k } : { query: text, mode: "dense", top_k };
+  setStatus("image-status", "searching…");
+  const started = performance.now();
+  try {
+    const result = await api("POST", `/v1/collections/${encodeURIComponent(collection)}/search`, body);
+    await renderImageResults(collection, result.data);
+    const ms = Math.round(performance.now() - started);
+    const by = imageState.query ? "an image" : "text";
+    setStatus("image-status", `${result.data.length} images from ${collection} by ${by} in ${ms} ms`);
+  } catch (error) {
+    setStatus("image-status", error.message, true);
   }
 });
 
