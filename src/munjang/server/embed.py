@@ -34,7 +34,8 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
     else:
         items = list(raw)
     check_count(items, "input", settings.max_inputs_per_request)
-    vocab = len(encoder.tokenizer)
+    tokenizer = encoder.tokenizer  # a transformers tokenizer, or a static model's tokenizers.Tokenizer
+    vocab = tokenizer.get_vocab_size() if hasattr(tokenizer, "get_vocab_size") else len(tokenizer)
     texts: list[str] = []
     for i, item in enumerate(items):
         param = "input" if isinstance(raw, str) or items[0] is raw else f"input[{i}]"
@@ -124,17 +125,22 @@ def prepare(request: EmbeddingRequest, encoder: SentenceEncoder, settings: Serve
     return PreparedRequest(encoded, options, sum(len(ids) for ids in encoded["input_ids"]))
 
 
-def embed_clip_texts(
+def whole_text_lengths(encoder: SentenceEncoder, texts: list[str]) -> list[int]:
+    """Token counts of texts for a model encoded from whole texts (CLIP or static), untruncated."""
+    if encoder.clip is not None:
+        return [len(ids) for ids in encoder.clip.tokenizer(texts)["input_ids"]]
+    return [len(e.ids) for e in encoder.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+
+def embed_whole_texts(
     request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
 ) -> EmbeddingResponse:
-    """Texts through a CLIP model, which has no token-id path to batch: checked as any request, then
-    encoded whole (truncated at the model's limit; `truncate=false` is refused past it)."""
+    """Texts through a model with no token-id path to batch (CLIP, a static model): checked as any
+    request, then encoded whole (truncated at the model's limit; `truncate=false` is refused past it)."""
     texts = request_texts(request, encoder, settings)
     check_options(request, encoder)
-    clip = encoder.clip
-    assert clip is not None
     prompt = encoder.prompts.get(request.prompt_name or encoder.default_prompt_name or "", "")
-    lengths = [len(ids) for ids in clip.tokenizer([prompt + t for t in texts])["input_ids"]]
+    lengths = whole_text_lengths(encoder, [prompt + t for t in texts])
     if not request.truncate and max(lengths) > encoder.max_seq_length:
         i = max(range(len(lengths)), key=lengths.__getitem__)
         message = f"'input[{i}]' has {lengths[i]} tokens, over the model's limit of {encoder.max_seq_length}"
@@ -201,8 +207,8 @@ async def embed_batched(
     thread, so every waiting request is in the batcher's queue rather than queued for a thread.
     A full queue is a 503 with Retry-After at once; a request past `settings.request_timeout_s`, or
     whose client (`http`) has gone, is dropped from the queue."""
-    if encoder.clip is not None:
-        return await run_in_threadpool(embed_clip_texts, request, name, encoder, settings)
+    if encoder.clip is not None or encoder.static is not None:
+        return await run_in_threadpool(embed_whole_texts, request, name, encoder, settings)
     deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
     prepared = await run_in_threadpool(prepare, request, encoder, settings)
     try:
