@@ -52,6 +52,8 @@ def is_korean(text: str, ratio: float = KOREAN_RATIO) -> bool:
 def check_ngram_range(ngram_range: tuple[int, int]) -> tuple[int, int]:
     """`ngram_range` as two integers 1 <= low <= high, or ValueError naming what is wrong."""
     try:
+        if isinstance(ngram_range, str) or len(ngram_range) != 2:
+            raise ValueError
         low, high = (int(n) for n in ngram_range)
     except (TypeError, ValueError):
         raise ValueError(f"ngram range must be two integers (low, high), not {ngram_range!r}") from None
@@ -180,7 +182,7 @@ def word_candidates(
         ngram_range=check_ngram_range(ngram_range), stop_words=stop_words, vocabulary=vocab
     )
     try:
-        counts = vectorizer.fit_transform(list(docs)).tocsr()
+        counts = vectorizer.fit(list(docs)).transform(list(docs)).tocsr()  # KeyBERT's order
     except ValueError:  # nothing left after stop words, or no word of two characters
         return [[] for _ in docs]
     words = vectorizer.get_feature_names_out()
