@@ -78,7 +78,11 @@ class TopicModel:
         return int((self.assignments == -1).sum())
 
 
-def _reduce(vectors: np.ndarray, reduction: str, n_components: int, seed: int) -> tuple[np.ndarray, str]:
+def _reduce(
+    raw: np.ndarray, vectors: np.ndarray, reduction: str, n_components: int, seed: int
+) -> tuple[np.ndarray, str]:
+    """UMAP of the embeddings as given (cosine ignores their length, and re-normalising them would
+    move UMAP off the result BERTopic gets from the same embeddings); PCA or none of the normalised."""
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
     enough = len(vectors) > n_components + 1 and vectors.shape[1] > n_components
@@ -87,7 +91,7 @@ def _reduce(vectors: np.ndarray, reduction: str, n_components: int, seed: int) -
     if reduction == "none" or not enough:
         return vectors, "none"
     if reduction == "umap":
-        return reduce_dimensions(vectors, n_components, seed), "umap"
+        return reduce_dimensions(raw, n_components, seed), "umap"
     from sklearn.decomposition import PCA
 
     return np.asarray(PCA(n_components, svd_solver="full").fit_transform(vectors), dtype=np.float32), "pca"
@@ -156,11 +160,11 @@ def find_topics(
         embeddings = encoder.encode(
             docs, prompt_name=prompt_name, batch_size=batch_size, show_progress_bar=show_progress_bar
         )
-    vectors = np.asarray(embeddings, dtype=np.float32)
-    if vectors.ndim != 2 or len(vectors) != len(docs):
-        raise ValueError(f"embeddings must be one row per document: {vectors.shape} for {len(docs)} docs")
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    reduced, used = _reduce(vectors, reduction, n_components, seed)
+    raw = np.asarray(embeddings, dtype=np.float32)
+    if raw.ndim != 2 or len(raw) != len(docs):
+        raise ValueError(f"embeddings must be one row per document: {raw.shape} for {len(docs)} docs")
+    vectors = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)
+    reduced, used = _reduce(raw, vectors, reduction, n_components, seed)
     labels = _by_size(hdbscan_clusters(reduced, min_cluster_size=min_topic_size, normalize=used == "none"))
     tokens = topic_tokens(docs, stop_words, show_progress_bar)
     topics = topics_from_labels(vectors, tokens, labels, n_words, n_representative)
