@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from munjang.applications import find_topics
+from munjang.applications import topics as topics_module
 from munjang.applications.projection import umap_available
 
 THEMES = {
@@ -69,6 +70,15 @@ def test_same_input_same_topics() -> None:
     assert first.reduction == "pca" and len(first.topics) >= 2
 
 
+def test_repeated_rows_share_one_place() -> None:
+    x = np.array([[1, 0], [0, 1], [1, 0], [2, 2], [0, 1]], dtype=np.float32)
+    distinct, back = topics_module._distinct_rows(x)
+    assert distinct.tolist() == [0, 1, 3]  # first occurrences, in input order
+    np.testing.assert_array_equal(x[distinct][back], x)
+    same, identity = topics_module._distinct_rows(x[distinct])
+    assert same.tolist() == [0, 1, 2] and identity.tolist() == [0, 1, 2]  # no repeats: input unchanged
+
+
 def test_bad_input() -> None:
     docs, vectors, _ = themed(4)
     with pytest.raises(ValueError, match="unknown reduction"):
@@ -84,7 +94,7 @@ def test_bad_input() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not umap_available(), reason="umap-learn is not installed")
 def test_umap_topics_on_real_encodings(encoder) -> None:
-    docs = [s for sentences in THEMES.values() for s in sentences] * 6
+    docs = [s for sentences in THEMES.values() for s in sentences] * 6  # repeats: UMAP alone varies
     first = find_topics(encoder, docs, min_topic_size=5, reduction="umap", seed=0)
     second = find_topics(encoder, docs, min_topic_size=5, reduction="umap", seed=0)
     assert first.reduction == "umap" and first.projection == "umap"

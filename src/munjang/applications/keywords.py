@@ -158,18 +158,16 @@ def extract_keywords(
     per_doc = _candidates_per_doc(docs, candidates, ngram_range, stop_words)
     vocabulary = list(dict.fromkeys(c for found in per_doc for c in found))
     position = {c: i for i, c in enumerate(vocabulary)}
-    texts = [doc if doc.strip() else " " for doc in docs]
-    doc_vectors = encoder.encode(texts, prompt_name=prompt_name, batch_size=batch_size)
-    word_vectors = (
-        encoder.encode(vocabulary, prompt_name=prompt_name, batch_size=batch_size) if vocabulary else None
-    )
-    out: list[list[Keyword]] = []
-    for i, found in enumerate(per_doc):
-        if not found or not docs[i].strip() or word_vectors is None:
-            out.append([])
-            continue
-        rows = word_vectors[[position[c] for c in found]]
-        out.append(rank_keywords(doc_vectors[i], rows, found, top_n, method, diversity, nr_candidates))
+    ranked = [i for i, found in enumerate(per_doc) if found and docs[i].strip()]
+    out: list[list[Keyword]] = [[] for _ in docs]
+    if not ranked:
+        return out
+    doc_vectors = encoder.encode([docs[i] for i in ranked], prompt_name=prompt_name, batch_size=batch_size)
+    word_vectors = encoder.encode(vocabulary, prompt_name=prompt_name, batch_size=batch_size)
+    for row, i in enumerate(ranked):
+        found = per_doc[i]
+        vectors = word_vectors[[position[c] for c in found]]
+        out[i] = rank_keywords(doc_vectors[row], vectors, found, top_n, method, diversity, nr_candidates)
     return out
 
 

@@ -78,20 +78,33 @@ class TopicModel:
         return int((self.assignments == -1).sum())
 
 
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of the first occurrence of each distinct row, in input order; for every row, the index
+    of its distinct row among those). UMAP is not reproducible when rows repeat exactly (the same
+    text twice), even with a seed, so it is run on distinct rows and the copies share their place;
+    without repeats the input is unchanged."""
+    _, first, inverse = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return np.sort(first), rank[np.asarray(inverse).ravel()]
+
+
 def _reduce(
     raw: np.ndarray, vectors: np.ndarray, reduction: str, n_components: int, seed: int
 ) -> tuple[np.ndarray, str]:
-    """UMAP of the embeddings as given (cosine ignores their length, and re-normalising them would
-    move UMAP off the result BERTopic gets from the same embeddings); PCA or none of the normalised."""
+    """UMAP of the distinct embeddings as given (cosine ignores their length, and re-normalising them
+    would move UMAP off the result BERTopic gets from the same embeddings); PCA or none of the
+    normalised."""
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
-    enough = len(vectors) > n_components + 1 and vectors.shape[1] > n_components
+    distinct, back = _distinct_rows(raw)
+    enough = len(distinct) > n_components + 1 and vectors.shape[1] > n_components
     if reduction == "auto":
         reduction = "umap" if umap_available() and enough else "none"
     if reduction == "none" or not enough:
         return vectors, "none"
     if reduction == "umap":
-        return reduce_dimensions(raw, n_components, seed), "umap"
+        return reduce_dimensions(raw[distinct], n_components, seed)[back], "umap"
     from sklearn.decomposition import PCA
 
     return np.asarray(PCA(n_components, svd_solver="full").fit_transform(vectors), dtype=np.float32), "pca"
@@ -168,5 +181,7 @@ def find_topics(
     labels = _by_size(hdbscan_clusters(reduced, min_cluster_size=min_topic_size, normalize=used == "none"))
     tokens = topic_tokens(docs, stop_words, show_progress_bar)
     topics = topics_from_labels(vectors, tokens, labels, n_words, n_representative)
-    coordinates, projection = project_2d(vectors, "umap" if used == "umap" else "pca", seed)
+    distinct, back = _distinct_rows(raw)
+    coordinates, projection = project_2d(vectors[distinct], "umap" if used == "umap" else "pca", seed)
+    coordinates = coordinates[back]
     return TopicModel(topics, labels, coordinates, used, projection)
