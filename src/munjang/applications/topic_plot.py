@@ -45,12 +45,12 @@ def plot_topics(
     title: str | None = None,
 ) -> Path:
     """Write the topic map and the word bars of the `max_topics` largest topics to `path` (.png, .svg,
-    .pdf: matplotlib picks the format from the suffix); returns the path."""
-    require("matplotlib")
-    import matplotlib
+    .pdf: matplotlib picks the format from the suffix); returns the path.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The figure is drawn without pyplot, so a notebook's or a GUI's own matplotlib backend is left
+    as it was."""
+    matplotlib = require("matplotlib")
+    from matplotlib.figure import Figure
 
     topics = [t for t in model.topics if t.id >= 0][:max_topics]
     font = korean_font()
@@ -60,10 +60,10 @@ def plot_topics(
     with matplotlib.rc_context({"font.family": list(families)}), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Glyph.*missing.*")
         warnings.filterwarnings("ignore", message=".*findfont.*")
-        figure = plt.figure(figsize=(16, max(6.0, 2.2 * bar_rows)))
+        figure = Figure(figsize=(16, max(6.0, 2.2 * bar_rows)))
         grid = figure.add_gridspec(bar_rows, 1 + columns, width_ratios=[2.2] + [1] * columns)
         _map(figure.add_subplot(grid[:, 0]), model, topics)
-        colours = plt.get_cmap("tab10")
+        colours = matplotlib.colormaps["tab10"]
         for k, topic in enumerate(topics):
             axis = figure.add_subplot(grid[k // columns, 1 + k % columns])
             words = topic.words[:n_words][::-1]
@@ -76,17 +76,14 @@ def plot_topics(
         target = Path(path)
         kind = target.suffix.lstrip(".") or "png"
         atomic_write(target, lambda tmp: figure.savefig(tmp, dpi=110, format=kind))
-        plt.close(figure)
     return target
 
 
 def _map(ax: Any, model: TopicModel, topics: Sequence[Topic]) -> None:
     """Every document as a point of its topic's colour (outliers grey), each shown topic's label at
     the median of its points."""
-    import matplotlib.pyplot as plt
-
     xy = model.coordinates
-    colours = plt.get_cmap("tab10")
+    colours = require("matplotlib").colormaps["tab10"]
     shown = [t.id for t in topics]
     background = ~np.isin(model.assignments, shown)
     ax.scatter(xy[background, 0], xy[background, 1], s=4, c="#cccccc")
