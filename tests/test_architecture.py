@@ -25,8 +25,8 @@ LAYERS = [
     "remote", "embedder",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
-    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train", "cli_compare", "cli",
-    "__init__",
+    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_topics",
+    "cli_serve", "cli_train", "cli_compare", "cli", "__init__",
 ]  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from .cli_options import (
     TopKOption,
 )
 from .cli_serve import serve
+from .cli_topics import register as register_topics
 from .cli_train import train
 from .errors import MunjangError
 from .similarity import SIMILARITY_NAMES
@@ -52,6 +53,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(index_app, name="index")
 app.add_typer(models_app, name="models")
 register_applications(app)
+register_topics(app)
 app.command()(serve)
 app.command()(train)
 

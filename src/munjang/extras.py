@@ -19,6 +19,7 @@ EXTRAS = {
     "psycopg": ("PostgreSQL collections", "postgres"),
     "pgvector": ("PostgreSQL collections", "postgres"),
     "umap": ("the umap projection", "umap"),
+    "matplotlib": ("plotting topics (--plot)", "plots"),
     "pypdf": ("reading PDF files", "files"),
     "bs4": ("reading HTML files", "files"),
     "charset_normalizer": ("reading text that is not UTF-8", "files"),

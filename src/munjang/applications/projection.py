@@ -60,3 +60,23 @@ def project_2d(vectors: np.ndarray, method: str = "auto", seed: int = 0) -> tupl
         )
         return np.asarray(reducer.fit_transform(x), dtype=np.float32), "umap"
     return pca_2d(x), "pca"
+
+
+def reduce_dimensions(vectors: np.ndarray, n_components: int = 5, seed: int = 0) -> np.ndarray:
+    """UMAP to `n_components` dimensions as BERTopic does before clustering (15 neighbours, cosine,
+    min_dist 0 so that dense regions stay dense); seeded and single-threaded, so reproducible."""
+    if not umap_available():
+        raise MissingExtraError(f"UMAP reduction needs umap-learn: {install_hint('umap')}")
+    import umap
+
+    x = np.asarray(vectors, dtype=np.float32)
+    neighbours = max(2, min(15, len(x) - 1))
+    reducer = umap.UMAP(
+        n_components=n_components,
+        n_neighbors=neighbours,
+        min_dist=0.0,
+        metric="cosine",
+        random_state=seed,
+        n_jobs=1,
+    )
+    return np.asarray(reducer.fit_transform(x), dtype=np.float32)
