@@ -19,7 +19,7 @@ OutputOption = Annotated[
 ]
 
 
-def _sentences(path: Path, field: str, input_format: str) -> list[str]:
+def read_sentences(path: Path, field: str, input_format: str) -> list[str]:
     from .data import read_texts
 
     texts = read_texts(path, input_format, field)
@@ -40,7 +40,7 @@ def _encode(model: str | None, device: str | None, texts: list[str], batch_size:
     )
 
 
-def _emit(rows: list[dict[str, Any]], output: Path | None) -> None:
+def emit_rows(rows: list[dict[str, Any]], output: Path | None) -> None:
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     if output is None:
         for line in lines:
@@ -66,14 +66,14 @@ def mine_paraphrases(
     """The most similar sentence pairs in a file, in memory bounded by chunks (never N x N)."""
     from .applications import paraphrase_mining_embeddings
 
-    texts = _sentences(sentences, field, input_format)
+    texts = read_sentences(sentences, field, input_format)
     _, embeddings = _encode(model, device, texts, batch_size)
     pairs = paraphrase_mining_embeddings(
         embeddings, top_k=top_k, max_pairs=max_pairs, threshold=threshold, show_progress_bar=len(texts) > 1000
     )
     if output is not None or as_json:
         rows = [{"score": s, "i": i, "j": j, "text_i": texts[i], "text_j": texts[j]} for s, i, j in pairs]
-        _emit(rows, output)
+        emit_rows(rows, output)
         return
     for score, i, j in pairs:
         typer.echo(f"{score:.4f}  [{i}] {texts[i]}  <>  [{j}] {texts[j]}")
@@ -97,7 +97,7 @@ def cluster(
     """Group sentences by meaning: threshold communities (as sentence-transformers), k-means or HDBSCAN."""
     from .applications import community_detection, group_by_label, hdbscan_clusters, kmeans_clusters
 
-    texts = _sentences(sentences, field, input_format)
+    texts = read_sentences(sentences, field, input_format)
     if method == "kmeans" and n_clusters is None:
         raise ValueError("--method kmeans needs --n-clusters")
     if method not in ("community", "kmeans", "hdbscan"):
@@ -111,7 +111,7 @@ def cluster(
     else:
         groups = group_by_label(hdbscan_clusters(embeddings, min_cluster_size=max(min_size, 2)))
     if output is not None or as_json:
-        _emit(
+        emit_rows(
             [{"cluster": c, "rows": g, "texts": [texts[i] for i in g]} for c, g in enumerate(groups)], output
         )
         return
@@ -141,14 +141,14 @@ def dedup(
     from .applications import deduplicate
     from .embedder import load_embedder
 
-    texts = _sentences(sentences, field, input_format)
+    texts = read_sentences(sentences, field, input_format)
     encoder = load_embedder(model, device=device)
     keep = deduplicate(
         texts, encoder, threshold=threshold, batch_size=batch_size, show_progress_bar=len(texts) > 1000
     )
     rows = [{"row": i, "text": texts[i]} for i in keep]
     if output is not None:
-        _emit(rows, output)
+        emit_rows(rows, output)
     else:
         for row in rows:
             typer.echo(row["text"])

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .cli_apps import OutputOption, SentencesArgument, _emit, _sentences
+from .cli_apps import OutputOption, SentencesArgument, emit_rows, read_sentences
 from .cli_options import (
     BatchOption,
     DeviceOption,
@@ -72,7 +72,7 @@ def keywords(
     """Keywords of each document (one per line): Korean noun phrases or word n-grams, ranked by similarity."""
     from .applications import extract_keywords
     from .applications.keywords import METHODS
-    from .encoder import load_encoder
+    from .embedder import load_embedder
 
     if method not in METHODS:
         raise ValueError(f"unknown --method {method!r}; choose {', '.join(METHODS)}")
@@ -80,7 +80,7 @@ def keywords(
     if method == "maxsum" and nr_candidates < top_n:
         raise ValueError(f"--nr-candidates ({nr_candidates}) must be at least --top-n ({top_n})")
     docs = _documents(texts, file, field, input_format)
-    encoder = load_encoder(model, device=device)
+    encoder = load_embedder(model, device=device)
     found = extract_keywords(
         encoder,
         docs,
@@ -122,17 +122,17 @@ def topics(
     """Topics of a file of sentences (embed, UMAP, HDBSCAN, c-TF-IDF over Kiwi nouns), with labels."""
     from .applications import find_topics
     from .applications.topics import REDUCTIONS
-    from .encoder import load_encoder
+    from .embedder import load_embedder
     from .extras import require
 
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown --reduction {reduction!r}; choose {', '.join(REDUCTIONS)}")
     if plot is not None:
         require("matplotlib")  # fail before the encoding, not after
-    texts = _sentences(sentences, field, input_format)
+    texts = read_sentences(sentences, field, input_format)
     if len(texts) < min_topic_size:
         raise ValueError(f"{sentences}: {len(texts)} sentences, fewer than --min-topic-size {min_topic_size}")
-    encoder = load_encoder(model, device=device)
+    encoder = load_embedder(model, device=device)
     found = find_topics(
         encoder,
         texts,
@@ -155,7 +155,7 @@ def topics(
             row = topic.to_dict(texts)
             row["rows"] = [int(i) for i in (found.assignments == topic.id).nonzero()[0]]
             rows.append(row)
-        _emit(rows, output)
+        emit_rows(rows, output)
         return
     n_topics = sum(1 for t in found.topics if t.id >= 0)
     typer.echo(
