@@ -15,6 +15,7 @@ from .errors import (
 from .modules import Dense, Normalize, Pooling, Transformer
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
+from .sparse_encoder import SparseEncoder, load_sparse_encoder
 from .version import __version__
 
 __all__ = [
@@ -32,11 +33,13 @@ __all__ = [
     "Pooling",
     "SentenceEncoder",
     "ServerError",
+    "SparseEncoder",
     "Transformer",
     "__version__",
     "cos_sim",
     "load_cross_encoder",
     "load_encoder",
+    "load_sparse_encoder",
     "pairwise_similarity",
     "similarity",
 ]
