@@ -146,7 +146,6 @@ class SparseEncoder(nn.Module):
         return self.prompts[name]
 
     # -- encoding ------------------------------------------------------------------------------
-    @torch.inference_mode()
     def encode(
         self,
         sentences: Sequence[str] | str,
@@ -197,16 +196,42 @@ class SparseEncoder(nn.Module):
                     )
         if batch_size is None and max_tokens is None:
             max_tokens, batch_size = DEFAULT_MAX_TOKENS, DEFAULT_MAX_ROWS
-        vocab = head.output_dimension
-        rows_out: list[torch.Tensor] = []
-        cols_out: list[torch.Tensor] = []
-        values_out: list[torch.Tensor] = []
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= 1024
-        with tqdm(total=len(texts), desc="Encoding", unit="sent", disable=not show_progress_bar) as bar:
-            for rows in token_budget_batches(lengths, max_tokens, batch_size):
+        batches = token_budget_batches(lengths, max_tokens, batch_size)
+        rows, cols, values = self._run(modules, encoded, batches, task, keep, show_progress_bar)
+        vocab = head.output_dimension
+        # Built from numpy outside inference mode: inference tensors refuse later sparse operations.
+        shape: tuple[int, ...]
+        if single:
+            indices, shape = torch.from_numpy(cols)[None], (vocab,)
+        else:
+            indices, shape = torch.from_numpy(np.stack([rows, cols])), (len(texts), vocab)
+        out = torch.sparse_coo_tensor(indices, torch.from_numpy(values), shape, check_invariants=False)
+        out = out.coalesce()
+        return out if convert_to_sparse_tensor else out.to_dense()
+
+    @torch.inference_mode()
+    def _run(
+        self,
+        modules: list[Module],
+        encoded: dict[str, list[list[int]]],
+        batches: list[np.ndarray],
+        task: str | None,
+        keep: int | None,
+        show_progress_bar: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The model over length-sorted batches: (row, token id, weight) of every non-zero weight."""
+        head = modules[0]
+        assert isinstance(head, (MLMTransformer, SparseStaticEmbedding))
+        rows_out: list[np.ndarray] = [np.zeros(0, np.int64)]
+        cols_out: list[np.ndarray] = [np.zeros(0, np.int64)]
+        values_out: list[np.ndarray] = [np.zeros(0, np.float32)]
+        total = sum(len(b) for b in batches)
+        with tqdm(total=total, desc="Encoding", unit="sent", disable=not show_progress_bar) as bar:
+            for batch in batches:
                 features: dict[str, Any] = {
-                    k: v.to(self.device) for k, v in head.collate(encoded, rows).items()
+                    k: v.to(self.device) for k, v in head.collate(encoded, batch).items()
                 }
                 features["task"] = task
                 for module in modules:
@@ -215,16 +240,11 @@ class SparseEncoder(nn.Module):
                 if keep is not None:
                     vectors = select_max_active_dims(vectors, keep)
                 where = vectors.nonzero(as_tuple=True)
-                rows_out.append(torch.from_numpy(rows)[where[0].cpu()])
-                cols_out.append(where[1].cpu())
-                values_out.append(vectors[where].cpu())
-                bar.update(len(rows))
-        indices = torch.stack([_cat_long(rows_out), _cat_long(cols_out)])
-        values = torch.cat(values_out) if values_out else torch.zeros(0)
-        out = torch.sparse_coo_tensor(indices, values, (len(texts), vocab), check_invariants=False).coalesce()
-        if not convert_to_sparse_tensor:
-            out = out.to_dense()
-        return out[0] if single else out
+                rows_out.append(batch[where[0].cpu().numpy()].astype(np.int64))
+                cols_out.append(where[1].cpu().numpy().astype(np.int64))
+                values_out.append(vectors[where].cpu().numpy().astype(np.float32))
+                bar.update(len(batch))
+        return np.concatenate(rows_out), np.concatenate(cols_out), np.concatenate(values_out)
 
     def encode_query(self, sentences: Sequence[str] | str, **kwargs: Any) -> torch.Tensor:
         """`encode` with task "query" and the model's "query" prompt (if it has one, and none is given)."""
@@ -262,11 +282,10 @@ class SparseEncoder(nn.Module):
 
     def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Dense (len(a) x len(b)) scores: dot products, or cosine for a model saved with it."""
-        a = _as_sparse_2d(a)
-        b = _as_sparse_2d(b)
+        left, right = _as_csr(a), _as_csr(b)
         if self.similarity_fn_name == "cosine":
-            a, b = _unit_rows(a), _unit_rows(b)
-        return torch.sparse.mm(a, b.t().coalesce()).to_dense()
+            left, right = _unit_rows(left), _unit_rows(right)
+        return torch.from_numpy(np.asarray((left @ right.T).toarray(), dtype=np.float32))
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -285,10 +304,6 @@ def _check_active_dims(value: int | None) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ValueError(f"max_active_dims must be a positive integer, not {value!r}")
     return value
-
-
-def _cat_long(parts: list[torch.Tensor]) -> torch.Tensor:
-    return torch.cat(parts).long() if parts else torch.zeros(0, dtype=torch.long)
 
 
 def select_max_active_dims(vectors: torch.Tensor, keep: int) -> torch.Tensor:
@@ -324,12 +339,20 @@ def _as_sparse_2d(x: torch.Tensor) -> torch.Tensor:
     return x.float().cpu().coalesce()
 
 
-def _unit_rows(x: torch.Tensor) -> torch.Tensor:
-    norms = torch.sqrt(torch.sparse.sum(x * x, dim=1).to_dense()).clamp(min=1e-12)
-    rows = x.indices()[0]
-    return torch.sparse_coo_tensor(
-        x.indices(), x.values() / norms[rows], x.shape, check_invariants=False
-    ).coalesce()
+def _as_csr(x: torch.Tensor) -> Any:
+    """A scipy CSR matrix of sparse vectors (scipy multiplies two sparse matrices without torch's
+    beta sparse-CSR path)."""
+    import scipy.sparse as sp
+
+    matrix = _as_sparse_2d(x)
+    indices = matrix.indices().numpy()
+    values = matrix.values().numpy().astype(np.float32)
+    return sp.csr_matrix((values, (indices[0], indices[1])), shape=tuple(matrix.shape))
+
+
+def _unit_rows(matrix: Any) -> Any:
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel()).clip(min=1e-12)
+    return matrix.multiply(1.0 / norms[:, None]).tocsr()
 
 
 def load_sparse_encoder(

@@ -70,3 +70,20 @@ def st_inference_free(mlm: Path, seed: int = 0):
         query_modules=[query], document_modules=[document, SpladePooling("max")]
     )
     return SparseEncoder(modules=[router], similarity_fn_name="dot", device="cpu")
+
+
+def munjang_splade(folder: Path, seed: int = 0, inference_free: bool = False) -> Path:
+    """A tiny SPLADE model built and saved by munjang alone (no reference needed): MLM + SpladePooling,
+    or with `inference_free` a Router whose queries take a SparseStaticEmbedding of random weights."""
+    from munjang import SparseEncoder
+    from munjang.modules import MLMTransformer, Router, SparseStaticEmbedding, SpladePooling
+
+    mlm = MLMTransformer.load(tiny_mlm(folder.parent / f"{folder.name}-mlm", seed))
+    modules: list = [mlm, SpladePooling("max")]
+    if inference_free:
+        g = torch.Generator().manual_seed(seed)
+        weight = torch.rand(len(mlm.tokenizer.get_vocab()), generator=g) + 0.1
+        query = SparseStaticEmbedding(mlm.tokenizer, weight)
+        modules = [Router({"query": [query], "document": modules}, default_route="document")]
+    SparseEncoder(modules, prompts={"query": "", "document": ""}, device="cpu").save(folder)
+    return folder
