@@ -50,6 +50,7 @@ def close(a: torch.Tensor, b: torch.Tensor) -> None:
 def test_inference_free_routes_match_the_reference(free_pair) -> None:
     reference, ours = free_pair
     assert isinstance(ours.router, Router) and isinstance(ours.route("query")[0], SparseStaticEmbedding)
+    assert ours.describe()["inference_free_queries"] and ours.describe()["routes"] == ["query", "document"]
     close(ours.encode_query(TEXTS), reference.encode_query(TEXTS))
     close(ours.encode_document(TEXTS), reference.encode_document(TEXTS))
     close(ours.encode(TEXTS), reference.encode(TEXTS))  # no task: the default ("document") route

@@ -113,8 +113,12 @@ class SparseEncoder(nn.Module):
         return self.input_module().max_seq_length
 
     def get_embedding_dimension(self) -> int:
-        """The vocabulary size: the length of every sparse vector."""
-        return self.input_module().output_dimension
+        """The vocabulary size: the length of every sparse vector (the widest route's, so that query
+        and document vectors of an inference-free model always multiply)."""
+        if self.router is None:
+            return self.input_module().output_dimension
+        heads = [self.router.route(name)[0] for name in self.router.routes]
+        return max(int(getattr(head, "output_dimension", 0)) for head in heads)
 
     def describe(self) -> dict[str, Any]:
         """Architecture, vocabulary, routes and limits, for `munjang info`-like listings."""
@@ -125,7 +129,7 @@ class SparseEncoder(nn.Module):
             "max_seq_length": self.max_seq_length,
             "routes": routes,
             "inference_free_queries": isinstance(
-                self.route("query" if routes else None)[0], SparseStaticEmbedding
+                self.route("query" if "query" in routes else None)[0], SparseStaticEmbedding
             ),
             "max_active_dims": self.max_active_dims,
             "prompts": self.prompts,
@@ -200,7 +204,7 @@ class SparseEncoder(nn.Module):
             show_progress_bar = len(texts) >= 1024
         batches = token_budget_batches(lengths, max_tokens, batch_size)
         rows, cols, values = self._run(modules, encoded, batches, task, keep, show_progress_bar)
-        vocab = head.output_dimension
+        vocab = self.get_embedding_dimension()
         # Built from numpy outside inference mode: inference tensors refuse later sparse operations.
         shape: tuple[int, ...]
         if single:
