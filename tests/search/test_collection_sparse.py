@@ -119,3 +119,7 @@ def test_sparse_needs_a_folder_collection_and_a_sparse_model(tmp_path: Path, enc
     with pytest.raises(ModelLoadError, match="no such model folder"):
         Collection.create(tmp_path / "x", encoder=encoder, sparse_model=tmp_path / "missing")
     assert not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match="sparse_encoder needs sparse_model"):
+        Collection.create(
+            tmp_path / "y", encoder=encoder, sparse_encoder=load_sparse_encoder(splade, device="cpu")
+        )

@@ -151,6 +151,10 @@ class Collection(CollectionSearch):
             "document_prompt_name": document_prompt_name,
             "chunking": chunks,
         }
+        if sparse_encoder is not None and sparse_model is None:
+            raise ValueError(
+                "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
+            )
         if sparse_model is not None:
             if place.kind != "embedded":
                 raise ValueError(
