@@ -23,6 +23,7 @@ LAYERS = [
     "version", "errors", "paths", "atomic", "extras", "images", "devices", "bundled",
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "m3_encoder", "encode_pool",
     "remote", "embedder",
+    "sparse_encoder",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
     "cli_options", "cli_models", "cli_index", "cli_apps", "cli_topics",

@@ -20,6 +20,7 @@ from .modules import Dense, Normalize, Pooling, Transformer
 from .remote import RemoteEncoder
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
+from .sparse_encoder import SparseEncoder, load_sparse_encoder
 from .version import __version__
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "RemoteEncoder",
     "SentenceEncoder",
     "ServerError",
+    "SparseEncoder",
     "Transformer",
     "__version__",
     "cos_sim",
@@ -49,6 +51,7 @@ __all__ = [
     "load_encoder",
     "load_image",
     "load_m3_encoder",
+    "load_sparse_encoder",
     "pairwise_similarity",
     "similarity",
 ]

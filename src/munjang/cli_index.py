@@ -71,6 +71,10 @@ def create(
             "--late-chunking", help="Pool each passage from a pass over its window of the document."
         ),
     ] = False,
+    sparse_model: Annotated[
+        str | None,
+        typer.Option(help="A sparse (SPLADE) model folder or hub id: a third retriever (docs/sparse.md)."),
+    ] = None,
     device: DeviceOption = None,
 ) -> None:
     """Create an empty collection bound to an embedding model."""
@@ -97,6 +101,7 @@ def create(
             "late": late_chunking,
         },
         device=device,
+        sparse_model=sparse_model,
     )
     info = col.info()
     col.close()
@@ -430,7 +435,9 @@ def search(
     ] = None,
     backend: BackendOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
-    mode: Annotated[str, typer.Option(help="dense, lexical (BM25) or hybrid.")] = "dense",
+    mode: Annotated[
+        str, typer.Option(help="dense, lexical (BM25), sparse (a collection with a sparse model) or hybrid.")
+    ] = "dense",
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Same as --mode hybrid.")] = False,
     fusion: Annotated[
         str | None, typer.Option(help="Hybrid fusion: rrf or weighted (default: the collection default).")

@@ -101,6 +101,12 @@ def serve(
         list[str] | None,
         typer.Option(help="Cross-encoder folder or NAME=PATH for POST /v1/rerank (repeatable)."),
     ] = None,
+    sparse_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Sparse (SPLADE) model folder or NAME=PATH for POST /v1/sparse_embeddings (repeatable)."
+        ),
+    ] = None,
     collection: Annotated[
         list[Path] | None, typer.Option(help="A collection folder to serve (repeatable).")
     ] = None,
@@ -162,6 +168,12 @@ def serve(
         name: load_cross_encoder(str(path), device=device)
         for name, path in (_named_models(reranker) if reranker else [])
     }
+    from .sparse_encoder import load_sparse_encoder
+
+    sparse_models = {
+        name: load_sparse_encoder(str(path), device=device)
+        for name, path in (_named_models(sparse_model) if sparse_model else [])
+    }
     collection_paths = {Path(p).name: Path(p) for p in collection or []}
     if demo:
         from .demo import demo_collection
@@ -175,6 +187,7 @@ def serve(
     settings = ServerSettings(
         models=encoders,
         rerankers=rerankers,
+        sparse_models=sparse_models,
         collection_paths=collection_paths,
         collections_dir=collections_dir,
         collections_db=collections_db,

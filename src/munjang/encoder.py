@@ -22,6 +22,7 @@ from .formats import (
     SIMILARITY_FUNCTIONS,
     EncoderSettings,
     is_cross_encoder_folder,
+    is_sparse_encoder_folder,
     read_modules,
     write_modules,
 )
@@ -585,6 +586,10 @@ def load_encoder(
         raise ModelLoadError(
             f"{folder} holds a cross-encoder (it scores text pairs, it does not embed sentences); "
             "load it with munjang.load_cross_encoder"
+        )
+    if is_sparse_encoder_folder(folder):
+        raise ModelLoadError(
+            f"{folder} holds a sparse (SPLADE) encoder; load it with munjang.load_sparse_encoder"
         )
     if (folder / "modules.json").exists():
         modules = read_modules(folder, **load_kwargs)

@@ -8,6 +8,8 @@
     model.safetensors + tokenizer.json  StaticEmbedding in place of the Transformer (no config)
     config.json (clip) + processor    CLIPModel in place of the Transformer (texts and images)
     3_Normalize/                      optional, empty
+    1_SpladePooling/config.json       a sparse (SPLADE) encoder's pooling, after an MLMTransformer
+    router_config.json + <route>_<i>_<Class>/  a Router (inference-free SPLADE: queries and documents apart)
 
 Both the classic type names (`sentence_transformers.models.Pooling`) and the newer ones
 (`sentence_transformers.sentence_transformer.modules.pooling.Pooling`, ...) load; munjang writes the
@@ -22,7 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelLoadError
-from .modules import Dense, Dropout, Module, Normalize, Pooling, StaticEmbedding, Transformer
+from .modules import (
+    Dense,
+    Dropout,
+    MLMTransformer,
+    Module,
+    Normalize,
+    Pooling,
+    Router,
+    SparseStaticEmbedding,
+    SpladePooling,
+    StaticEmbedding,
+    Transformer,
+)
 from .modules.base import read_json, write_json
 from .modules.clip import CLIPModel, is_clip_folder
 
@@ -34,7 +48,13 @@ MODULE_CLASSES: dict[str, type[Module]] = {
     "Normalize": Normalize,
     "StaticEmbedding": StaticEmbedding,
     "CLIPModel": CLIPModel,
+    "MLMTransformer": MLMTransformer,
+    "SpladePooling": SpladePooling,
+    "SparseStaticEmbedding": SparseStaticEmbedding,
+    "Router": Router,
 }
+# The modules that read text themselves: saved at the model root, as sentence-transformers saves them.
+_ROOT_MODULES = (Transformer, StaticEmbedding, CLIPModel, SparseStaticEmbedding, Router)
 # Old sentence-transformers names for the transformer module.
 _TRANSFORMER_ALIASES = {"BERT", "RoBERTa", "XLMRoBERTa", "DistilBERT", "ALBERT", "XLNet", "T5", "CamemBERT"}
 
@@ -65,7 +85,8 @@ class EncoderSettings:
             raise ModelLoadError(f"{file}: default_prompt_name {default!r} is not one of the prompts")
         return cls(prompts, default, similarity)
 
-    def write(self, folder: Path) -> None:
+    def write(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
+        """Write the settings; `extra` adds keys (a sparse encoder's `model_type`, `max_active_dims`)."""
         write_json(
             folder / "config_sentence_transformers.json",
             {
@@ -73,6 +94,7 @@ class EncoderSettings:
                 "prompts": self.prompts,
                 "default_prompt_name": self.default_prompt_name,
                 "similarity_fn_name": self.similarity_fn_name,
+                **(extra or {}),
             },
         )
 
@@ -98,6 +120,12 @@ def is_cross_encoder_folder(folder: Path) -> bool:
         architectures = read_json(config).get("architectures") or []
         return any(str(a).endswith("ForSequenceClassification") for a in architectures)
     return False
+
+
+def is_sparse_encoder_folder(folder: Path) -> bool:
+    """Whether a model folder holds a sparse (SPLADE) encoder, as sentence-transformers marks one."""
+    settings = folder / "config_sentence_transformers.json"
+    return settings.exists() and read_json(settings).get("model_type") == "SparseEncoder"
 
 
 def module_class(type_name: str) -> type[Module]:
@@ -141,8 +169,20 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
             )
         if cls is Pooling and not (sub / "config.json").exists():
             raise ModelLoadError(f"{sub}: pooling module has no config.json")
-        modules.append(cls.load(sub, **load_kwargs))
+        modules.append(load_module(cls, sub, **load_kwargs))
     return modules
+
+
+def load_module(cls: type[Module], folder: Path, **load_kwargs: Any) -> Module:
+    """Load one module; a Transformer saved with `transformer_task: "fill-mask"` (sentence-transformers
+    6) is an MLMTransformer, and a Router loads its routes' modules through the same table."""
+    if cls is Transformer:
+        st_file = folder / "sentence_bert_config.json"
+        if st_file.exists() and read_json(st_file).get("transformer_task") == "fill-mask":
+            cls = MLMTransformer
+    if cls is Router:
+        return Router.load(folder, load=lambda name, sub: load_module(module_class(name), sub, **load_kwargs))
+    return cls.load(folder, **load_kwargs)
 
 
 def write_modules(folder: Path, modules: list[Module]) -> None:
@@ -150,8 +190,7 @@ def write_modules(folder: Path, modules: list[Module]) -> None:
     entries = []
     for idx, module in enumerate(modules):
         # Input modules live at the root, as sentence-transformers saves them.
-        at_root = isinstance(module, (Transformer, StaticEmbedding, CLIPModel))
-        sub = "" if at_root else f"{idx}_{type(module).__name__}"
+        sub = "" if isinstance(module, _ROOT_MODULES) else f"{idx}_{type(module).__name__}"
         module.save(folder / sub)
         entries.append({"idx": idx, "name": str(idx), "path": sub, "type": module.st_type})
     write_json(folder / "modules.json", entries)

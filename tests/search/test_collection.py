@@ -157,6 +157,8 @@ def test_hybrid_fuses_both_lists_per_query_settings(col: Collection) -> None:
     with pytest.raises(ValueError, match="unknown fusion"):
         col.search("x", mode="hybrid", fusion="max")
     with pytest.raises(ValueError, match="unknown mode"):
+        col.search("x", mode="fuzzy")
+    with pytest.raises(ValueError, match="no sparse retriever"):
         col.search("x", mode="sparse")
 
 

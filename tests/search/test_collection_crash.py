@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from munjang.search.collection import Collection
 from tests.helpers.paths import SCRIPTS
+from tests.helpers.sparse import munjang_splade
 
 WRITER = SCRIPTS / "collection_writer.py"
 
@@ -120,3 +122,48 @@ def test_sigkill_with_documents_stored_as_passages_loses_nothing_committed(tmp_p
                 unique = next(t for t in doc.text.split() if t.startswith("uid"))
                 assert col.search(unique, k=1, mode="lexical")[0].id == doc.id
     assert len(committed) > 5
+
+
+@pytest.mark.slow
+def test_sigkill_with_a_sparse_retriever_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+    """The same kills, on a collection with a sparse (SPLADE) retriever: its vectors commit with
+    their passages, and its index, replayed from the store, matches the documents every time."""
+    folder = tmp_path / "sparse"
+    splade = munjang_splade(tmp_path / "splade", inference_free=True)
+    Collection.create(folder, encoder=encoder, tokenizer="word", sparse_model=splade).close()
+    rng = random.Random(2)
+    committed: set[str] = set()
+    searches = 0
+    for round_number in range(6):
+        proc = _start_writer(folder, round_number)
+        # Wait for the first commit (how long it takes depends on the machine), then kill at random.
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        deadline = time.monotonic() + rng.uniform(0.0, 2.5)
+        with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+            while time.monotonic() < deadline:
+                hits = reader.search("고양이 시장 guitar", k=5, mode="hybrid")  # dense + BM25 + sparse
+                assert len(hits) <= 5
+                searches += 1
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        out = first + out
+        assert proc.returncode == -signal.SIGKILL
+        committed |= {
+            i for line in out.splitlines() if line.startswith("committed ") for i in line.split()[1:]
+        }
+        with Collection.open(folder, encoder=encoder) as col:
+            assert col.check() == [], f"round {round_number}"  # the sparse index included
+            present = col.get(sorted(committed))
+            assert all(d is not None for d in present), f"round {round_number}: committed documents lost"
+            model = col.sparse.encoder
+            for doc in rng.sample([d for d in present if d is not None], min(3, len(committed))):
+                stored = col.sparse.live.index.vector(doc.label)
+                fresh = model.encode_document(doc.text).coalesce()
+                want = dict(zip(fresh.indices()[0].tolist(), fresh.values().tolist(), strict=True))
+                assert stored == pytest.approx(want, abs=1e-5), (
+                    f"{doc.id}: stored sparse vector is not its text's"
+                )
+                own = {h.id: h.score for h in col.search(doc.text, k=len(col), mode="sparse")}
+                assert doc.id in own
+    assert len(committed) > 6 and searches > 6

@@ -8,12 +8,20 @@ from hypothesis import HealthCheck, given, settings
 
 schemathesis = pytest.importorskip("schemathesis")
 
+from munjang import load_sparse_encoder  # noqa: E402
 from munjang.server import ServerSettings, create_app  # noqa: E402
+from tests.helpers.sparse import munjang_splade  # noqa: E402
 
 
 def test_no_operation_answers_5xx(encoder, tmp_path):
     # schemathesis's ASGI client sends `Host: testserver`: allowed, as a deployment adds its own name
-    served = ServerSettings(models={"mini": encoder}, collections_dir=tmp_path, allowed_hosts=("testserver",))
+    sparse = load_sparse_encoder(munjang_splade(tmp_path / "models" / "splade"), device="cpu")
+    served = ServerSettings(
+        models={"mini": encoder},
+        sparse_models={"splade": sparse},
+        collections_dir=tmp_path,
+        allowed_hosts=("testserver",),
+    )
     app = create_app(served)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     checked = []
@@ -34,3 +42,4 @@ def test_no_operation_answers_5xx(encoder, tmp_path):
     assert len(checked) >= 10
     assert 200 in statuses["POST /v1/embeddings"], statuses  # valid bodies were generated too
     assert 200 in statuses["POST /v1/tokenize"], statuses
+    assert 200 in statuses["POST /v1/sparse_embeddings"], statuses

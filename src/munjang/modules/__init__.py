@@ -4,8 +4,12 @@ from .base import Module
 from .clip import CLIPModel
 from .dense import Dense
 from .dropout import Dropout
+from .mlm_transformer import MLMTransformer
 from .normalize import Normalize
 from .pooling import POOLING_MODES, Pooling, pool
+from .router import Router
+from .sparse_static_embedding import SparseStaticEmbedding
+from .splade_pooling import SpladePooling
 from .static_embedding import StaticEmbedding
 from .transformer import Transformer
 
@@ -14,9 +18,13 @@ __all__ = [
     "CLIPModel",
     "Dense",
     "Dropout",
+    "MLMTransformer",
     "Module",
     "Normalize",
     "Pooling",
+    "Router",
+    "SparseStaticEmbedding",
+    "SpladePooling",
     "StaticEmbedding",
     "Transformer",
     "pool",

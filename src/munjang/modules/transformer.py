@@ -6,7 +6,8 @@ padding) to sort by true token length, then pads each batch only to its own long
 With `task="sequence-classification"` the backbone is an `AutoModelForSequenceClassification` and the
 module produces `scores` (its logits) instead of token vectors: a cross-encoder with the checkpoint's
 own head, written the way sentence-transformers >= 6 writes it (`transformer_task` in
-sentence_bert_config.json).
+sentence_bert_config.json). With `task="fill-mask"` it is an `AutoModelForMaskedLM` whose MLM logits
+(one vocabulary-wide row per token) take the place of token vectors: the input of SPLADE pooling.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .base import Features, Module, read_json, write_json
 # Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
 _NO_LIMIT = 1_000_000
 
-TASKS = ("feature-extraction", "sequence-classification")
+TASKS = ("feature-extraction", "sequence-classification", "fill-mask")
 
 
 def pad_batch(
@@ -85,6 +86,7 @@ class Transformer(Module):
 
     st_type: ClassVar[str] = "sentence_transformers.models.Transformer"
     folder_name: ClassVar[str] = ""
+    default_task: ClassVar[str] = "feature-extraction"  # when sentence_bert_config.json names none
 
     def __init__(
         self,
@@ -128,6 +130,8 @@ class Transformer(Module):
 
     @property
     def output_dimension(self) -> int:
+        if self.task == "fill-mask":
+            return int(self.auto_model.config.vocab_size)
         return self.hidden_size
 
     def describe(self) -> dict[str, Any]:
@@ -240,6 +244,8 @@ class Transformer(Module):
         output = self.auto_model(**inputs, return_dict=True)
         if self.task == "sequence-classification":
             features["scores"] = output.logits
+        elif self.task == "fill-mask":  # the MLM head's logits, one vocabulary-wide row per token (SPLADE)
+            features["token_embeddings"] = output.logits
         else:
             features["token_embeddings"] = output.last_hidden_state
         return features
@@ -250,7 +256,9 @@ class Transformer(Module):
             # The keys sentence-transformers >= 6 reads to build the same module.
             config["transformer_task"] = self.task
             config["modality_config"] = {"text": {"method": "forward", "method_output_name": "logits"}}
-            config["module_output_name"] = "scores"
+            config["module_output_name"] = (
+                "scores" if self.task == "sequence-classification" else "token_embeddings"
+            )
         return config
 
     def save(self, path: str | Path) -> None:
@@ -279,7 +287,13 @@ class Transformer(Module):
         torch's weights-only unpickler (tensors only, no code runs). `task` overrides the folder's
         `transformer_task`; `config_kwargs` (e.g. `num_labels`) update the model config.
         """
-        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import (
+            AutoConfig,
+            AutoModel,
+            AutoModelForMaskedLM,
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+        )
 
         path = Path(path)
         if not (path / "config.json").exists():
@@ -291,12 +305,15 @@ class Transformer(Module):
         st_file = path / "sentence_bert_config.json"
         st_config = read_json(st_file) if st_file.exists() else {}
         read_json(path / "config.json")  # names the file if it is not valid JSON
-        task = task or str(st_config.get("transformer_task", "feature-extraction"))
+        task = task or str(st_config.get("transformer_task", cls.default_task))
         if task not in TASKS:
             raise ModelLoadError(
                 f"{st_file}: transformer_task {task!r} is not supported (use one of {TASKS})"
             )
-        auto_class = AutoModelForSequenceClassification if task == "sequence-classification" else AutoModel
+        auto_class = {
+            "sequence-classification": AutoModelForSequenceClassification,
+            "fill-mask": AutoModelForMaskedLM,
+        }.get(task, AutoModel)
         try:
             config = AutoConfig.from_pretrained(
                 str(path), trust_remote_code=trust_remote_code, **(config_kwargs or {})

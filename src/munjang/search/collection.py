@@ -13,8 +13,10 @@ commit at their next search.
 A document longer than the model's window is stored as several passages (`passages.py`); every
 index ranks passages, and a search returns documents, each with its best passage (`results.py`).
 
-Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "hybrid" (both, fused
-by RRF or weighted scores), each with metadata filters and an optional cross-encoder rerank.
+Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "sparse" (a SPLADE
+model, for a collection created with `sparse_model`, see `sparse_retriever.py`), "hybrid" (every
+retriever the collection has, fused by RRF or weighted scores), each with metadata filters and an
+optional cross-encoder rerank.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .inputs import check_texts, metadata_json, model_key, remote_name
 from .live_index import LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
+from .sparse_retriever import SparseRetriever, sparse_config
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
@@ -60,6 +63,7 @@ class Collection(CollectionSearch):
         readonly: bool = False,
         lock_timeout: float = 60.0,
         background_refresh: bool = False,
+        sparse_encoder: Any = None,
     ) -> None:
         self.backend = backend
         self.folder = backend.folder
@@ -82,6 +86,8 @@ class Collection(CollectionSearch):
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
         self.lexical = LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
+        sparse = self.config.get("sparse")
+        self.sparse = SparseRetriever(sparse, store, sparse_encoder, device) if sparse else None
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod
@@ -101,11 +107,14 @@ class Collection(CollectionSearch):
         document_prompt_name: str | None = None,
         chunking: Mapping[str, Any] | None = None,
         device: str | None = None,
+        sparse_model: str | os.PathLike[str] | None = None,
+        sparse_encoder: Any = None,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
-        passages (see `passages.py`). The folder (or the PostgreSQL schema, with `backend`) appears
-        complete or not at all."""
+        passages (see `passages.py`); `sparse_model` (a SPLADE model folder or hub id, optionally
+        already loaded as `sparse_encoder`) adds a sparse retriever (folder collections only). The
+        folder (or the PostgreSQL schema, with `backend`) appears complete or not at all."""
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
@@ -146,8 +155,24 @@ class Collection(CollectionSearch):
             "document_prompt_name": document_prompt_name,
             "chunking": chunks,
         }
+        if sparse_encoder is not None and sparse_model is None:
+            raise ValueError(
+                "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
+            )
+        if sparse_model is not None:
+            if place.kind != "embedded":
+                raise ValueError(
+                    "a sparse retriever needs a folder collection; PostgreSQL ones have none yet"
+                )
+            if sparse_encoder is None:
+                from ..sparse_encoder import load_sparse_encoder
+
+                sparse_encoder = load_sparse_encoder(str(sparse_model), device=device)
+            config["sparse"] = sparse_config(sparse_model, sparse_encoder)
         place.create(config)
-        return cls.open(folder, backend=backend, encoder=encoder, device=device)
+        return cls.open(
+            folder, backend=backend, encoder=encoder, device=device, sparse_encoder=sparse_encoder
+        )
 
     @classmethod
     def open(
@@ -160,6 +185,7 @@ class Collection(CollectionSearch):
         readonly: bool = False,
         lock_timeout: float = 60.0,
         background_refresh: bool = False,
+        sparse_encoder: Any = None,
     ) -> Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
@@ -176,6 +202,7 @@ class Collection(CollectionSearch):
                 readonly=readonly,
                 lock_timeout=lock_timeout,
                 background_refresh=background_refresh,
+                sparse_encoder=sparse_encoder,
             )
         except BaseException:
             store.close()
@@ -405,6 +432,9 @@ class Collection(CollectionSearch):
         cached = self.store.cached_hashes(model, hashes)
         to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
         tokens = self._tokenize([p.encoded for _, p, _ in passages]) if passages else []
+        sparse: tuple[list[str], list[Any]] = ([], [])
+        if self.sparse is not None and passages:
+            sparse = self.sparse.missing(self.store, hashes, [p.encoded for _, p, _ in passages])
         rows = [
             NewRow(
                 ids[i],
@@ -423,6 +453,8 @@ class Collection(CollectionSearch):
         with self.store.transaction():
             if to_encode:
                 self.store.put_embeddings(model, to_encode, vectors)
+            if sparse[0] and self.sparse is not None:
+                self.store.put_sparse(self.sparse.key, *sparse)  # type: ignore[attr-defined]
             if replaced:
                 self.store.delete(replaced)
             self.store.insert(rows, model)
@@ -574,6 +606,7 @@ class Collection(CollectionSearch):
             "lexical": self.config["lexical"],
             "hnsw": self.config["hnsw"],
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
+            "sparse": self.config.get("sparse"),
             "database_bytes": self.backend.size_bytes(self.store),
         }
 
@@ -592,4 +625,6 @@ class Collection(CollectionSearch):
             problems.append(f"dense index: {len(missing)} documents missing, {len(extra)} deleted ones left")
         if not np.array_equal(self.lexical.labels, labels):
             problems.append("lexical index does not match the documents")
+        if self.sparse is not None:
+            problems += self.sparse.problems(self.store, labels)
         return problems

@@ -1,4 +1,4 @@
-"""Searching a collection: dense, lexical (BM25) and hybrid retrieval over its passages, filters,
+"""Searching a collection: dense, lexical (BM25), sparse and hybrid retrieval over its passages, filters,
 grouping into documents, and an optional cross-encoder rerank. `Collection` mixes this in; it holds
 the store and the indexes (`collection.py`).
 """
@@ -17,7 +17,7 @@ from .hybrid import FUSIONS, fuse
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 from .storage import DenseSearch, Store
 
-MODES = ("dense", "lexical", "hybrid")
+MODES = ("dense", "lexical", "sparse", "hybrid")
 # Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
 # fitted to one set. bench/korean_retrieval.py compares settings leave-one-set-out over five Korean
 # retrieval sets (document, question, paraphrase, sentence); tuned weights and RRF lose more on the
@@ -36,6 +36,7 @@ class CollectionSearch:
     store: Store
     dense: DenseSearch
     lexical: Any
+    sparse: Any  # a SparseRetriever, or None for a collection without a sparse model
     config: dict[str, Any]
     _device: str | None
     _cross_encoders: dict[str, Any]
@@ -76,9 +77,11 @@ class CollectionSearch:
     ) -> Any:
         """The k best documents for a query (a list of hits) or for each of several queries.
 
-        - mode: "dense", "lexical" or "hybrid" (dense and BM25 candidates fused by `fusion`,
-          "weighted" (default) or "rrf", with `weights` (dense, lexical; None: equal) and
-          `normalization` for weighted (None: "zscore"); see HYBRID_FUSION for how they were chosen).
+        - mode: "dense", "lexical", "sparse" (a collection with a sparse model) or "hybrid" (the
+          candidates of every retriever the collection has, `retrievers(...)`, fused by `fusion`,
+          "weighted" (default) or "rrf", with `weights` (one per retriever, in that order; None:
+          equal) and `normalization` for weighted (None: "zscore"); see HYBRID_FUSION for how they
+          were chosen).
         - filter: metadata conditions (see `filters.py`), applied before ranking.
         - candidates: how many each retriever hands to fusion and rerank.
         - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
@@ -97,8 +100,7 @@ class CollectionSearch:
                 raise TypeError(f"query {i} is {type(q).__name__}, not str")
             if not q.strip():
                 raise ValueError(f"query {i} is empty")
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        names = self.retrievers(mode)
         fusion = HYBRID_FUSION if fusion is None else fusion
         normalization = HYBRID_NORMALIZATION if normalization is None else normalization
         if fusion not in FUSIONS:
@@ -117,32 +119,51 @@ class CollectionSearch:
             where = compile_filter(filter, dialect=self.store.dialect)
             if not self.dense.sql_filters or mode != "dense":
                 allowed = self.store.labels_matching(*where)
-        dense: list[list[tuple[int, float]]] = [[] for _ in queries]
-        lexical: list[list[tuple[int, float]]] = [[] for _ in queries]
-        if mode in ("dense", "hybrid"):
-            dense = self._dense_search(queries, fetch, allowed, where, batch_size)
-        if mode in ("lexical", "hybrid"):
-            lexical = self._lexical_search(queries, fetch, allowed)
+        runs = {name: self._retrieve(name, queries, fetch, allowed, where, batch_size) for name in names}
         results: list[list[SearchHit]] = []
         for i, q in enumerate(queries):
             if mode == "hybrid":
                 fused = fuse(
-                    [dense[i], lexical[i]],
+                    [runs[name][i] for name in names],
                     method=fusion,
-                    weights=HYBRID_WEIGHTS if weights is None else weights,
+                    weights=_hybrid_weights(len(names)) if weights is None else weights,
                     rrf_k=rrf_k,
                     normalization=normalization,
                     top_k=fetch,
                 )
-                ranked = [
-                    (cast(int, h.key), h.score, _stage_scores(h.scores[0], h.scores[1], h.score))
-                    for h in fused
-                ]
+                ranked = [(cast(int, h.key), h.score, _stage_scores(names, h.scores, h.score)) for h in fused]
             else:
-                source = dense[i] if mode == "dense" else lexical[i]
-                ranked = [(label, score, {mode: score}) for label, score in source]
+                ranked = [(label, score, {mode: score}) for label, score in runs[mode][i]]
             results.append(self._hits(q, ranked, k, rerank, rerank_k or pool, batch_size, grouped, aggregate))
         return results[0] if single else results
+
+    def retrievers(self, mode: str) -> list[str]:
+        """The retrievers a search `mode` runs: itself, or for "hybrid" every one the collection has
+        (dense, lexical, and sparse when it has a sparse model), in the order hybrid `weights` take."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if mode == "sparse" and self.sparse is None:
+            raise ValueError("this collection has no sparse retriever (create it with sparse_model=...)")
+        if mode != "hybrid":
+            return [mode]
+        return ["dense", "lexical"] + (["sparse"] if self.sparse is not None else [])
+
+    def _retrieve(
+        self,
+        name: str,
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None,
+        batch_size: int,
+    ) -> list[list[tuple[int, float]]]:
+        """One retriever's top-k (label, score) per query."""
+        if name == "dense":
+            return self._dense_search(queries, k, allowed, where, batch_size)
+        if name == "lexical":
+            return self._lexical_search(queries, k, allowed)
+        results: list[list[tuple[int, float]]] = self.sparse.search(self.store, queries, k, allowed)
+        return results
 
     def _dense_search(
         self,
@@ -214,10 +235,14 @@ class CollectionSearch:
         return self._cross_encoders[key]
 
 
-def _stage_scores(dense: float | None, lexical: float | None, fused: float) -> dict[str, float]:
+def _hybrid_weights(n: int) -> tuple[float, ...]:
+    """Equal weights: HYBRID_WEIGHTS for dense + lexical, the same share each for more retrievers."""
+    return HYBRID_WEIGHTS if n == len(HYBRID_WEIGHTS) else (1.0 / n,) * n
+
+
+def _stage_scores(names: list[str], scores: Sequence[float | None], fused: float) -> dict[str, float]:
     stages = {"fused": fused}
-    if dense is not None:
-        stages["dense"] = dense
-    if lexical is not None:
-        stages["lexical"] = lexical
+    for name, score in zip(names, scores, strict=True):
+        if score is not None:
+            stages[name] = score
     return stages

@@ -13,6 +13,8 @@ Tables:
   its text hash, so re-adding a text the model has seen costs no encoding, and deleting a document
   keeps its vector for a later re-add.
 - `deletions`: a log of removed labels, numbered by an AUTOINCREMENT sequence.
+- `sparse_vectors`: the sparse (SPLADE) vector cache of a collection with a sparse retriever, keyed
+  like `embeddings`: token ids (uint32) and weights (float32), little-endian.
 - `meta`: the collection's configuration (JSON values).
 
 Indexes (HNSW, BM25, the in-memory exact matrix) are derived data. Each records the highest label
@@ -70,6 +72,13 @@ CREATE TABLE IF NOT EXISTS deletions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     label INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sparse_vectors (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    ids BLOB NOT NULL,
+    weights BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
 """
 
 # Version 1 held one row per document with a UNIQUE id; SQLite cannot drop that constraint in place,
@@ -382,6 +391,54 @@ class DocumentStore:
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
     # -- writes (call inside a transaction) -----------------------------------------------------------
+    def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]:
+        """The hashes that already have a sparse vector for `model`."""
+        wanted = list(dict.fromkeys(hashes))
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT text_hash FROM sparse_vectors WHERE model = ? AND text_hash IN ({marks})",
+                [model, *part],
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def put_sparse(
+        self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> None:
+        """Sparse vectors (token ids, weights) into the cache; inside the caller's transaction."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO sparse_vectors (model, text_hash, ids, weights) VALUES (?, ?, ?, ?)",
+            [
+                (model, h, np.asarray(ids, dtype="<u4").tobytes(), np.asarray(weights, dtype="<f4").tobytes())
+                for h, (ids, weights) in zip(hashes, rows, strict=True)
+            ],
+        )
+
+    def sparse_after(
+        self, model: str, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]:
+        """(labels, sparse vectors) of passages with label > `after`, in label order, in batches."""
+        while True:
+            rows = self.conn.execute(
+                "SELECT d.label, s.ids, s.weights FROM documents d LEFT JOIN sparse_vectors s "
+                "ON s.model = ? AND s.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?",
+                (model, after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            missing = [r[0] for r in rows if r[1] is None]
+            if missing:
+                raise CollectionError(
+                    f"{self.path}: documents without a sparse vector for {model!r} (labels {missing[:5]})"
+                )
+            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = [(np.frombuffer(r[1], dtype="<u4"), np.frombuffer(r[2], dtype="<f4")) for r in rows]
+            yield labels, vectors
+            after = int(labels[-1])
+
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         data = np.ascontiguousarray(vectors, dtype=np.float32)
         self.conn.executemany(

@@ -26,6 +26,7 @@ from .guard import RequestGuard, default_allowed_hosts
 from .metrics import ServerMetrics
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
+from .sparse_api import add_sparse_routes
 from .text_api import add_text_routes
 
 STATIC = Path(__file__).parent / "static"
@@ -210,6 +211,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
 
     add_text_routes(router, settings, read_body)
+    add_sparse_routes(router, settings, read_body)
     add_collection_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)

@@ -190,7 +190,7 @@ class SearchRequest(BaseModel):
         default=None, description="A query image, base64 or a data: URI, for a CLIP collection."
     )
     top_k: StrictInt = Field(default=10, ge=1, le=1000)
-    mode: Literal["dense", "lexical", "hybrid"] | None = Field(
+    mode: Literal["dense", "lexical", "sparse", "hybrid"] | None = Field(
         default=None, description="Default: hybrid for a text query, dense for an image."
     )
     filter: dict[str, Any] | None = None
@@ -220,14 +220,15 @@ def check_filter(spec: dict[str, Any] | None) -> None:
         raise APIError(400, f"invalid 'filter': {e}", "filter") from None
 
 
-def checked_weights(weights: list[float | int] | None) -> None:
-    """400 naming `weights` for weights hybrid fusion would refuse (two, finite, bounded, one positive)."""
+def checked_weights(weights: list[float | int] | None, retrievers: list[str]) -> None:
+    """400 naming `weights` for weights hybrid fusion would refuse (one per retriever, finite,
+    bounded, one positive)."""
     if weights is None:
         return
     try:
-        check_weights(2, weights)
+        check_weights(len(retrievers), weights)
     except ValueError as e:
-        raise APIError(400, f"invalid 'weights' (dense, lexical): {e}", "weights") from None
+        raise APIError(400, f"invalid 'weights' ({', '.join(retrievers)}): {e}", "weights") from None
 
 
 def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
@@ -354,7 +355,7 @@ def add_collection_routes(
 
     @router.post("/collections/{name}/search", openapi_extra=body_schema(SearchRequest))
     async def search(name: str, request: Request) -> dict[str, Any]:
-        """Dense, BM25 or hybrid search with an optional metadata filter and cross-encoder rerank."""
+        """Dense, BM25, sparse or hybrid search with an optional metadata filter and cross-encoder rerank."""
         target = named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         if (parsed.query is None) == (parsed.image is None):
@@ -365,7 +366,9 @@ def add_collection_routes(
         else:
             non_empty_text(parsed.query, "query", settings)
         check_filter(parsed.filter)
-        checked_weights(parsed.weights)
+        if parsed.mode == "sparse" and target.collection.sparse is None:
+            raise APIError(400, f"collection {name!r} has no sparse retriever", "mode")
+        checked_weights(parsed.weights, target.collection.retrievers("hybrid"))
         reranker = None
         if parsed.rerank:
             if not settings.rerankers:

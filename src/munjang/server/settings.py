@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
+from ..sparse_encoder import SparseEncoder
 
 
 @dataclass
@@ -14,6 +15,7 @@ class ServerSettings:
     """Models served by name (the first is the default) and per-request limits.
 
     `rerankers`: cross-encoders served by /v1/rerank (the first is the default).
+    `sparse_models`: sparse (SPLADE) encoders served by /v1/sparse_embeddings (the first is the default).
     `collection_paths` (name -> folder) and every collection inside `collections_dir` are served
     under /v1/collections; new collections are created in `collections_dir`. With `collections_db`
     (a postgresql:// URL) every collection in that PostgreSQL database is served too, and new ones
@@ -37,6 +39,7 @@ class ServerSettings:
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
+    sparse_models: dict[str, SparseEncoder] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
     collections_dir: Path | None = None
     collections_db: str | None = None

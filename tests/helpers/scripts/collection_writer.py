@@ -40,6 +40,8 @@ def main() -> None:
     rng = random.Random(seed)
     col = Collection.open(folder)
     col.encoder.encode(["warm up"])
+    if col.sparse is not None:  # a collection with a sparse retriever loads its model too
+        col.sparse.encoder.encode_document(["warm up"])
     col._tokenizer()("워밍업 문장")
     print("ready", flush=True)
     n = 0
