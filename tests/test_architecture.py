@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 LAYERS = [
     "version", "errors", "paths", "atomic", "extras", "devices", "bundled",
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "encode_pool",
+    "multi_vector",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
     "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train", "cli", "__init__",

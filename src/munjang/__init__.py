@@ -13,6 +13,7 @@ from .errors import (
     MunjangError,
 )
 from .modules import Dense, Normalize, Pooling, Transformer
+from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder, maxsim
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
 from .version import __version__
@@ -27,6 +28,7 @@ __all__ = [
     "InputTooLongError",
     "ModelLoadError",
     "ModelNotFoundError",
+    "MultiVectorEncoder",
     "MunjangError",
     "Normalize",
     "Pooling",
@@ -37,6 +39,8 @@ __all__ = [
     "cos_sim",
     "load_cross_encoder",
     "load_encoder",
+    "load_multi_vector_encoder",
+    "maxsim",
     "pairwise_similarity",
     "similarity",
 ]

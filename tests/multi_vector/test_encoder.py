@@ -1,0 +1,66 @@
+"""Parity of munjang's MultiVectorEncoder with sentence-transformers' on tiny random models, both save
+directions, for the sentence-transformers >= 6 layout and PyLate's ColBERT layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from munjang.multi_vector import load_multi_vector_encoder
+from tests.helpers.multi_vector import DOCUMENTS, QUERIES, pylate_colbert, st_multi_vector
+
+
+def reference(path: Path):
+    from sentence_transformers import MultiVectorEncoder
+
+    return MultiVectorEncoder(str(path), device="cpu")
+
+
+def assert_same_tokens(ours: list[np.ndarray], theirs: list) -> None:
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        b = b.detach().cpu().numpy()
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def assert_parity(ours, ref) -> None:
+    assert_same_tokens(ours.encode_query(QUERIES), ref.encode_query(QUERIES))
+    assert_same_tokens(ours.encode_document(DOCUMENTS), ref.encode_document(DOCUMENTS))
+    scores = ours.similarity(ours.encode_query(QUERIES), ours.encode_document(DOCUMENTS))
+    ref_scores = ref.similarity(ref.encode_query(QUERIES), ref.encode_document(DOCUMENTS)).numpy()
+    np.testing.assert_allclose(scores, ref_scores, atol=1e-4)
+
+
+@pytest.mark.parametrize(("attend", "strategy"), [(False, "fixed"), (True, "min")])
+def test_we_load_what_sentence_transformers_saves(tmp_path: Path, attend: bool, strategy: str) -> None:
+    folder = st_multi_vector(tmp_path / "st", attend=attend, strategy=strategy)
+    ours = load_multi_vector_encoder(folder, device="cpu")
+    assert ours.get_embedding_dimension() == 16
+    assert_parity(ours, reference(folder))
+
+
+def test_sentence_transformers_loads_what_we_save(tmp_path: Path) -> None:
+    ours = load_multi_vector_encoder(st_multi_vector(tmp_path / "st"), device="cpu")
+    ours.save(tmp_path / "ours")
+    assert_parity(ours, reference(tmp_path / "ours"))
+    again = load_multi_vector_encoder(tmp_path / "ours", device="cpu")
+    assert_same_tokens(
+        again.encode_document(DOCUMENTS),
+        [__import__("torch").from_numpy(x) for x in ours.encode_document(DOCUMENTS)],
+    )
+
+
+def test_pylate_folder_loads_as_sentence_transformers_reads_it(tmp_path: Path) -> None:
+    folder = pylate_colbert(tmp_path / "pylate")
+    ours = load_multi_vector_encoder(folder, device="cpu")
+    assert ours.settings.query_prefix == "[Q] " and ours.settings.expansion.length == 12
+    assert_parity(ours, reference(folder))
+    # the marker is one token, inserted after [CLS]; queries are exactly query_length long
+    batch = ours.tokenize(["hello"], "query")
+    assert batch["input_ids"][0, 1] == ours.tokenizer.convert_tokens_to_ids("[Q] ")
+    assert batch["input_ids"].shape[1] == 12 and bool(batch["score_mask"].all())
+    ours.save(tmp_path / "saved")
+    assert_parity(load_multi_vector_encoder(tmp_path / "saved", device="cpu"), reference(tmp_path / "saved"))
