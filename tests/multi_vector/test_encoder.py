@@ -3,12 +3,14 @@ directions, for the sentence-transformers >= 6 layout and PyLate's ColBERT layou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from munjang.multi_vector import load_multi_vector_encoder
+from munjang.errors import ModelLoadError
+from munjang.multi_vector import load_multi_vector_encoder, maxsim
 from tests.helpers.multi_vector import DOCUMENTS, QUERIES, pylate_colbert, st_multi_vector
 
 
@@ -64,3 +66,37 @@ def test_pylate_folder_loads_as_sentence_transformers_reads_it(tmp_path: Path) -
     assert batch["input_ids"].shape[1] == 12 and bool(batch["score_mask"].all())
     ours.save(tmp_path / "saved")
     assert_parity(load_multi_vector_encoder(tmp_path / "saved", device="cpu"), reference(tmp_path / "saved"))
+
+
+def test_folders_of_the_other_kind_name_the_right_loader(tmp_path: Path, minilm_path: Path) -> None:
+    import munjang
+
+    with pytest.raises(ModelLoadError, match="load_encoder"):
+        load_multi_vector_encoder(minilm_path)
+    folder = st_multi_vector(tmp_path / "st")
+    with pytest.raises(ModelLoadError, match="load_multi_vector_encoder"):
+        munjang.load_encoder(folder)
+
+
+def test_broken_configs_are_one_clear_error(tmp_path: Path) -> None:
+    folder = st_multi_vector(tmp_path / "st")
+    config = folder / "sentence_bert_config.json"
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "query_expansion": {"strategy": "sometimes", "length": 8}}))
+    with pytest.raises(ModelLoadError, match="strategy"):
+        load_multi_vector_encoder(folder)
+    config.write_text(json.dumps(data))
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[1]["path"] = "../elsewhere"
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ModelLoadError, match="leaves the folder"):
+        load_multi_vector_encoder(folder)
+
+
+def test_maxsim_of_encoded_sets_equals_the_model_similarity(tmp_path: Path) -> None:
+    model = load_multi_vector_encoder(st_multi_vector(tmp_path / "st"), device="cpu")
+    q, d = model.encode_query(QUERIES), model.encode_document(DOCUMENTS)
+    np.testing.assert_allclose(model.similarity(q, d), maxsim(q, d))
+    single = model.encode_query("hello")
+    assert isinstance(single, np.ndarray) and single.shape == (12, 16)
+    np.testing.assert_allclose(np.linalg.norm(single, axis=1), 1.0, atol=1e-5)
