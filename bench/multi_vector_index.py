@@ -116,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows += run(MuveraIndex(), store, queries, truth, [("rerank", 128), ("rerank", 512), ("rerank", 2048)])
     passing = [r for r in rows if r["recall@10"] >= 0.95]
-    best = min(passing, key=lambda r: r["ms_per_query"]) if passing else None
-    print("fastest setting with recall@10 >= 0.95:", best)
+    fastest = min(passing, key=lambda r: r["ms_per_query"]) if passing else None
+    smallest = min(passing, key=lambda r: (r["bytes_per_doc"], r["ms_per_query"])) if passing else None
+    print("fastest setting with recall@10 >= 0.95:", fastest)
+    print("smallest setting with recall@10 >= 0.95:", smallest)
     payload = {
         "data": {
             "documents": args.docs,
@@ -130,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         "brute_force_ms_per_query": round(brute_ms, 1),
         "brute_force_bytes_per_doc": round((store.vectors.nbytes + store.offsets.nbytes) / len(store), 1),
         "rows": rows,
-        "chosen": best,
+        "fastest_passing": fastest,
+        "smallest_passing": smallest,
     }
     print(write_result(args.name, payload, env))
     return 0
