@@ -24,6 +24,7 @@ LAYERS = [
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "m3_encoder", "encode_pool",
     "remote", "embedder",
     "sparse_encoder",
+    "multi_vector",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
     "cli_options", "cli_models", "cli_index", "cli_apps", "cli_topics",

@@ -17,6 +17,7 @@ from .errors import (
 from .images import load_image
 from .m3_encoder import M3Encoder, load_m3_encoder
 from .modules import Dense, Normalize, Pooling, Transformer
+from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder, maxsim
 from .remote import RemoteEncoder
 from .search import Collection
 from .similarity import cos_sim, pairwise_similarity
@@ -36,6 +37,7 @@ __all__ = [
     "M3Encoder",
     "ModelLoadError",
     "ModelNotFoundError",
+    "MultiVectorEncoder",
     "MunjangError",
     "Normalize",
     "Pooling",
@@ -51,7 +53,9 @@ __all__ = [
     "load_encoder",
     "load_image",
     "load_m3_encoder",
+    "load_multi_vector_encoder",
     "load_sparse_encoder",
+    "maxsim",
     "pairwise_similarity",
     "similarity",
 ]

@@ -107,6 +107,10 @@ def serve(
             help="Sparse (SPLADE) model folder or NAME=PATH for POST /v1/sparse_embeddings (repeatable)."
         ),
     ] = None,
+    multi_vector_model: Annotated[
+        list[str] | None,
+        typer.Option(help="Multi-vector (ColBERT) folder or NAME=PATH for /v1/multi_vector_* (repeatable)."),
+    ] = None,
     collection: Annotated[
         list[Path] | None, typer.Option(help="A collection folder to serve (repeatable).")
     ] = None,
@@ -174,6 +178,12 @@ def serve(
         name: load_sparse_encoder(str(path), device=device)
         for name, path in (_named_models(sparse_model) if sparse_model else [])
     }
+    from .multi_vector import load_multi_vector_encoder
+
+    multi_vector_models = {
+        name: load_multi_vector_encoder(str(path), device=device)
+        for name, path in (_named_models(multi_vector_model) if multi_vector_model else [])
+    }
     collection_paths = {Path(p).name: Path(p) for p in collection or []}
     if demo:
         from .demo import demo_collection
@@ -188,6 +198,7 @@ def serve(
         models=encoders,
         rerankers=rerankers,
         sparse_models=sparse_models,
+        multi_vector_models=multi_vector_models,
         collection_paths=collection_paths,
         collections_dir=collections_dir,
         collections_db=collections_db,

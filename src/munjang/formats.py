@@ -152,6 +152,12 @@ def read_modules(folder: Path, **load_kwargs: Any) -> list[Module]:
             raise ModelLoadError(f"{where}: entry {i} is not an object with a 'type' ({entry!r})")
         if not isinstance(entry.get("path", ""), str) or not isinstance(entry.get("idx", 0), int):
             raise ModelLoadError(f"{where}: entry {i}: 'path' must be text and 'idx' a number")
+    settings = folder / "config_sentence_transformers.json"
+    kind = read_json(settings).get("model_type") if settings.exists() else None
+    if kind in ("MultiVectorEncoder", "ColBERT") or any("MultiVectorMask" in str(e["type"]) for e in entries):
+        raise ModelLoadError(
+            f"{folder} holds a multi-vector (ColBERT) model; load it with munjang.load_multi_vector_encoder"
+        )
     root = folder.resolve()
     modules: list[Module] = []
     for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):

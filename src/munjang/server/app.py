@@ -24,6 +24,7 @@ from .embed import embed_batched
 from .errors import APIError, install_error_handlers, validation_error
 from .guard import RequestGuard, default_allowed_hosts
 from .metrics import ServerMetrics
+from .multi_vector_api import add_multi_vector_routes
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
 from .sparse_api import add_sparse_routes
@@ -212,6 +213,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     add_text_routes(router, settings, read_body)
     add_sparse_routes(router, settings, read_body)
+    add_multi_vector_routes(router, settings, read_body)
     add_collection_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)

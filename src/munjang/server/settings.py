@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
+from ..multi_vector import MultiVectorEncoder
 from ..sparse_encoder import SparseEncoder
 
 
@@ -59,6 +60,9 @@ class ServerSettings:
     request_timeout_s: float = 30.0
     max_tokenize_tokens: int = 65_536
     max_collections: int = 100
+    # Late-interaction (ColBERT) models for /v1/multi_vector_*, and the most numbers one answer holds.
+    multi_vector_models: dict[str, MultiVectorEncoder] = field(default_factory=dict)
+    max_multi_vector_values: int = 4_000_000
 
     def __post_init__(self) -> None:
         if not self.models:
