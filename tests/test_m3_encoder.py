@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from munjang.errors import ModelLoadError
-from munjang.m3_encoder import COLBERT_HEAD, SPARSE_HEAD, combined_scores, is_m3_folder, load_m3_encoder
+from munjang.m3_encoder import SPARSE_HEAD, combined_scores, is_m3_folder, load_m3_encoder
+from tests.helpers.m3 import tiny_m3
 
 TEXTS = [
     "The cat sits on the mat.",
@@ -21,30 +22,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def m3_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer BERT (the bundled MiniLM's tokenizer) with random bge-m3 heads, saved as bge-m3 is."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    import munjang
-
-    folder = tmp_path_factory.mktemp("m3")
-    tokenizer = AutoTokenizer.from_pretrained(str(munjang.load_encoder().model_folder))
-    tokenizer.eos_token = "[SEP]"  # XLM-R's </s>: bge-m3 leaves it out of the lexical weights
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    BertModel(config).save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    sparse = torch.nn.Linear(32, 1)
-    colbert = torch.nn.Linear(32, 32)
-    torch.save(sparse.state_dict(), folder / SPARSE_HEAD)
-    torch.save(colbert.state_dict(), folder / COLBERT_HEAD)
-    return folder
+    return tiny_m3(tmp_path_factory.mktemp("m3"))
 
 
 @pytest.fixture(scope="module")

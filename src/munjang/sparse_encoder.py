@@ -25,6 +25,8 @@ from .errors import InputTooLongError, ModelLoadError
 from .formats import EncoderSettings, is_cross_encoder_folder, read_modules, write_modules
 from .hub import resolve_model_path
 from .inference.batching import token_budget_batches
+from .m3_encoder import is_m3_folder, load_m3_encoder
+from .m3_views import M3SparseView
 from .modules import MLMTransformer, Module, Router, SparseStaticEmbedding, SpladePooling
 from .modules.base import read_json
 
@@ -370,11 +372,12 @@ def load_sparse_encoder(
     token: str | bool | None = None,
     max_seq_length: int | None = None,
     max_active_dims: int | None = None,
-) -> SparseEncoder:
+) -> SparseEncoder | M3SparseView:
     """Load a sparse (SPLADE) encoder: a sentence-transformers SparseEncoder folder or hub id, or a plain
     `*ForMaskedLM` folder (then MLM logits with max SPLADE pooling, as sentence-transformers builds it).
 
     `max_active_dims` overrides the folder's; custom model code never runs unless `trust_remote_code`.
+    A bge-m3 folder gives its lexical weights (`M3SparseView`).
     """
     folder = resolve_model_path(
         name_or_path,
@@ -385,6 +388,8 @@ def load_sparse_encoder(
     )
     if is_cross_encoder_folder(folder):
         raise ModelLoadError(f"{folder} holds a cross-encoder; load it with munjang.load_cross_encoder")
+    if is_m3_folder(folder):
+        return M3SparseView(load_m3_encoder(folder, device=device))
     load_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "max_seq_length": max_seq_length}
     settings_file = folder / "config_sentence_transformers.json"
     raw = read_json(settings_file) if settings_file.exists() else {}

@@ -22,6 +22,8 @@ from ..devices import resolve_device
 from ..errors import ModelLoadError
 from ..formats import library_versions
 from ..hub import resolve_model_path
+from ..m3_encoder import is_m3_folder, load_m3_encoder
+from ..m3_views import M3MultiVectorView
 from ..modules import Transformer
 from ..modules.base import read_json, write_json
 from .maxsim import maxsim
@@ -228,9 +230,10 @@ def load_multi_vector_encoder(
     revision: str | None = None,
     cache_folder: str | None = None,
     token: str | bool | None = None,
-) -> MultiVectorEncoder:
+) -> MultiVectorEncoder | M3MultiVectorView:
     """Load a multi-vector (ColBERT) model: a sentence-transformers >= 6 MultiVectorEncoder folder or
-    a PyLate ColBERT folder, by path or hub id (as `load_encoder` resolves names)."""
+    a PyLate ColBERT folder, by path or hub id (as `load_encoder` resolves names). A bge-m3 folder
+    gives its ColBERT vectors (`M3MultiVectorView`)."""
     folder = resolve_model_path(
         name_or_path,
         revision=revision,
@@ -238,6 +241,8 @@ def load_multi_vector_encoder(
         local_files_only=local_files_only,
         token=token,
     )
+    if is_m3_folder(folder):
+        return M3MultiVectorView(load_m3_encoder(folder, device=device))
     if not (folder / "modules.json").exists() or not is_multi_vector_folder(folder):
         raise ModelLoadError(
             f"{folder} is not a multi-vector model (config_sentence_transformers.json names no "

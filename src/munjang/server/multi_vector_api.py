@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from ..m3_views import M3MultiVectorView
 from ..multi_vector import MultiVectorEncoder
 from .errors import APIError
 from .settings import ServerSettings
@@ -44,7 +45,7 @@ class MultiVectorSimilarityRequest(BaseModel):
 
 
 def encode_bounded(
-    model: MultiVectorEncoder, texts: list[str], task: str, limit: int
+    model: MultiVectorEncoder | M3MultiVectorView, texts: list[str], task: str, limit: int
 ) -> tuple[list[np.ndarray], int]:
     """Token matrices of `texts`, refusing with 413 once their values would pass `limit`."""
     out: list[np.ndarray] = []
@@ -66,7 +67,7 @@ def encode_bounded(
 def add_multi_vector_routes(router: APIRouter, settings: ServerSettings, read_body: Any) -> None:
     """Register the multi-vector routes on the (key-protected) /v1 router."""
 
-    def model_named(name: str | None) -> tuple[str, MultiVectorEncoder]:
+    def model_named(name: str | None) -> tuple[str, MultiVectorEncoder | M3MultiVectorView]:
         served = settings.multi_vector_models
         if not served:
             raise APIError(

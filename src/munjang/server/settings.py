@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
+from ..m3_views import M3MultiVectorView, M3SparseView
 from ..multi_vector import MultiVectorEncoder
 from ..sparse_encoder import SparseEncoder
 
@@ -40,7 +41,7 @@ class ServerSettings:
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
-    sparse_models: dict[str, SparseEncoder] = field(default_factory=dict)
+    sparse_models: dict[str, SparseEncoder | M3SparseView] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
     collections_dir: Path | None = None
     collections_db: str | None = None
@@ -61,7 +62,7 @@ class ServerSettings:
     max_tokenize_tokens: int = 65_536
     max_collections: int = 100
     # Late-interaction (ColBERT) models for /v1/multi_vector_*, and the most numbers one answer holds.
-    multi_vector_models: dict[str, MultiVectorEncoder] = field(default_factory=dict)
+    multi_vector_models: dict[str, MultiVectorEncoder | M3MultiVectorView] = field(default_factory=dict)
     max_multi_vector_values: int = 4_000_000
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from ..m3_views import M3SparseView
 from ..sparse_encoder import SparseEncoder, sparse_rows
 from .errors import APIError
 from .settings import ServerSettings
@@ -35,7 +36,7 @@ class SparseEmbeddingRequest(BaseModel):
 
 
 def sparse_data(
-    model: SparseEncoder, texts: list[str], request: SparseEmbeddingRequest
+    model: SparseEncoder | M3SparseView, texts: list[str], request: SparseEmbeddingRequest
 ) -> list[dict[str, Any]]:
     """Each text's non-zero entries; off the event loop (the model runs here)."""
     encode = {"query": model.encode_query, "document": model.encode_document}.get(
