@@ -36,16 +36,15 @@ from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
 from .image_files import ImageFiles, document_input, image_documents, input_key
-from .inputs import check_texts, metadata_json, model_key, remote_name
+from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .live_index import LexicalIndex
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
-from .sparse_retriever import SparseRetriever, sparse_config
+from .sparse_retriever import SparseRetriever, sparse_setup
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
 CONFLICTS = ("error", "skip", "upsert")
-DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 
 
 class Collection(CollectionSearch):
@@ -126,16 +125,9 @@ class Collection(CollectionSearch):
             encoder = load_embedder(None if model is None else str(model), device=device)
         elif model is None and remote_name(encoder) is not None:
             model = remote_name(encoder)  # reopening finds the same remote model (its key is never stored)
-        prompts = getattr(encoder, "prompts", {}) or {}
-        if query_prompt_name is None and "query" in prompts:
-            query_prompt_name = "query"
-        if document_prompt_name is None:
-            document_prompt_name = next((p for p in DOCUMENT_PROMPTS if p in prompts), None)
-        for name in (query_prompt_name, document_prompt_name):
-            if name is not None and name not in prompts:
-                raise ValueError(
-                    f"the model has no prompt {name!r} (its prompts: {sorted(prompts) or 'none'})"
-                )
+        query_prompt_name, document_prompt_name = prompt_names(
+            encoder, query_prompt_name, document_prompt_name
+        )
         from .lexical import BM25Index
         from .tokenizers import get_tokenizer
 
@@ -155,20 +147,8 @@ class Collection(CollectionSearch):
             "document_prompt_name": document_prompt_name,
             "chunking": chunks,
         }
-        if sparse_encoder is not None and sparse_model is None:
-            raise ValueError(
-                "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
-            )
-        if sparse_model is not None:
-            if place.kind != "embedded":
-                raise ValueError(
-                    "a sparse retriever needs a folder collection; PostgreSQL ones have none yet"
-                )
-            if sparse_encoder is None:
-                from ..sparse_encoder import load_sparse_encoder
-
-                sparse_encoder = load_sparse_encoder(str(sparse_model), device=device)
-            config["sparse"] = sparse_config(sparse_model, sparse_encoder)
+        if sparse_model is not None or sparse_encoder is not None:
+            sparse_encoder, config["sparse"] = sparse_setup(sparse_model, sparse_encoder, place.kind, device)
         place.create(config)
         return cls.open(
             folder, backend=backend, encoder=encoder, device=device, sparse_encoder=sparse_encoder

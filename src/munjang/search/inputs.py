@@ -55,3 +55,21 @@ def metadata_json(doc_id: str, metadata: Any) -> str:
         return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"document {doc_id!r}: metadata is not JSON-serialisable ({e})") from None
+
+
+# The prompt names a collection encodes documents with, first found in the model's prompts.
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+
+
+def prompt_names(encoder: Any, query: str | None, document: str | None) -> tuple[str | None, str | None]:
+    """The query and document prompt names a new collection records: the given ones (which the model
+    must have), else "query" and the first of DOCUMENT_PROMPTS the model has."""
+    prompts = getattr(encoder, "prompts", {}) or {}
+    if query is None and "query" in prompts:
+        query = "query"
+    if document is None:
+        document = next((p for p in DOCUMENT_PROMPTS if p in prompts), None)
+    for name in (query, document):
+        if name is not None and name not in prompts:
+            raise ValueError(f"the model has no prompt {name!r} (its prompts: {sorted(prompts) or 'none'})")
+    return query, document

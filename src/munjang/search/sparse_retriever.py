@@ -26,9 +26,22 @@ from .store import CollectionError
 ENCODE_BATCH = 32
 
 
-def sparse_config(sparse_model: str | os.PathLike[str], encoder: Any) -> dict[str, Any]:
-    """What a collection records about its sparse model."""
-    return {"model": model_key(sparse_model), "dim": int(encoder.get_embedding_dimension())}
+def sparse_setup(
+    sparse_model: str | os.PathLike[str] | None, encoder: Any, backend_kind: str, device: str | None
+) -> tuple[Any, dict[str, Any]]:
+    """The sparse model (loaded unless given) and what a new collection records about it: {"model",
+    "dim"}. Only folder collections keep sparse vectors; the model must be named, so reopening finds it."""
+    if sparse_model is None:
+        raise ValueError(
+            "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
+        )
+    if backend_kind != "embedded":
+        raise ValueError("a sparse retriever needs a folder collection; PostgreSQL ones have none yet")
+    if encoder is None:
+        from ..sparse_encoder import load_sparse_encoder
+
+        encoder = load_sparse_encoder(str(sparse_model), device=device)
+    return encoder, {"model": model_key(sparse_model), "dim": int(encoder.get_embedding_dimension())}
 
 
 class SparseRetriever:
