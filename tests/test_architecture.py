@@ -24,7 +24,8 @@ LAYERS = [
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "encode_pool",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
-    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train", "cli", "__init__",
+    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_serve", "cli_train",
+    "cli_adapt", "cli", "__init__",
 ]  # fmt: skip
 
 
