@@ -76,3 +76,37 @@ def test_corpus_sentences_split_trim_and_drop_short_or_repeated() -> None:
 def test_unknown_method_is_named(tiny: munjang.SentenceEncoder, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="simcse"):
         adapt(tiny, "simcse", CORPUS, tmp_path / "run")
+
+
+def test_an_interrupted_tsdae_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    """The noise is drawn from the RNG the checkpoints save, so resuming redraws the same deletions."""
+    torch.set_num_threads(1)
+    model_dir = tiny_bert(tmp_path / "tiny", dropout=0.0)
+    options = {
+        "steps": 4,
+        "batch_size": 4,
+        "learning_rate": 1e-3,
+        "max_seq_length": 16,
+        "show_progress_bar": False,
+    }
+    straight = munjang.load_encoder(model_dir, device="cpu")
+    adapt(straight, "tsdae", CORPUS, tmp_path / "straight", **options)
+
+    def stop_at_two(step: int, loss: float) -> None:
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        adapt(
+            munjang.load_encoder(model_dir, device="cpu"),
+            "tsdae",
+            CORPUS,
+            tmp_path / "run",
+            on_step=stop_at_two,
+            **options,
+        )
+    resumed = munjang.load_encoder(model_dir, device="cpu")
+    summary = adapt(resumed, "tsdae", CORPUS, tmp_path / "run", resume=True, **options)
+    assert summary["global_step"] == 4
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-6), name

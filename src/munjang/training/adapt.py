@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..data.denoising import DELETE_RATIO, DenoisingDataset
 from ..data.example import Example
 from ..encoder import SentenceEncoder
@@ -100,6 +102,7 @@ def adapt(
     if method not in METHODS:
         raise ValueError(f"unknown adaptation method {method!r}; choose from {', '.join(METHODS)}")
     output = Path(output_dir)
+    torch.manual_seed(seed)  # the new decoder / LM-head weights: the same run gives the same model
     loss = adaptation_loss(model, method)
     data = adaptation_data(method, sentences)
     if steps:  # enough passes over the corpus to reach `steps`
@@ -119,7 +122,12 @@ def adapt(
     if max_seq_length is not None:
         model.max_seq_length = min(max_seq_length, kept_length)
     description = {"train": f"{len(data):,} sentences of the domain corpus, {method}"}
-    trainer = Trainer(model, loss, data, args=args, data_description=description, on_step=on_step)
+    # Passed as a named data set, the trainer keeps the Sequence as it is (a bare one it copies into a
+    # list), so TSDAE's damage is drawn when a batch is read: fresh each epoch, from the seeded and
+    # checkpointed RNG.
+    trainer = Trainer(
+        model, {"train": loss}, {"train": data}, args=args, data_description=description, on_step=on_step
+    )
     try:
         summary = trainer.train(resume_from_checkpoint=resume or None)
     finally:
