@@ -30,7 +30,7 @@ def tiny(tmp_path: Path) -> munjang.SentenceEncoder:
     return munjang.load_encoder(tiny_bert(tmp_path / "tiny", dropout=0.0), device="cpu", pooling="mean")
 
 
-@pytest.mark.parametrize("method", ["mlm", "tsdae"])
+@pytest.mark.parametrize("method", ["mlm", pytest.param("tsdae", marks=pytest.mark.slow)])
 def test_loss_falls_and_the_adapted_encoder_loads(
     method: str, tiny: munjang.SentenceEncoder, tmp_path: Path
 ) -> None:
@@ -78,6 +78,7 @@ def test_unknown_method_is_named(tiny: munjang.SentenceEncoder, tmp_path: Path) 
         adapt(tiny, "simcse", CORPUS, tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_an_interrupted_tsdae_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
     """The noise is drawn from the RNG the checkpoints save, so resuming redraws the same deletions."""
     torch.set_num_threads(1)
