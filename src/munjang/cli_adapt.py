@@ -1,4 +1,4 @@
-"""`munjang adapt tsdae|mlm`: adapt an encoder to a domain's text without labels (see training/adapt.py)."""
+"""`munjang adapt tsdae|mlm`: adapt an encoder to a domain's text without labels (training/adaptation.py)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def adapt(
     """Adapt a model to a domain corpus without labels (TSDAE or continued masked-LM pretraining)."""
     from .data.texts import read_texts
     from .encoder import load_encoder
-    from .training.adapt import METHODS, corpus_sentences
-    from .training.adapt import adapt as run_adapt
+    from .training.adaptation import METHODS, corpus_sentences
+    from .training.adaptation import adapt as run_adapt
     from .training.checkpoint import list_checkpoints
 
     if method not in METHODS:

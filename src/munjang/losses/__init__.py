@@ -3,7 +3,7 @@
 Every loss is an `nn.Module` called as `loss(sentence_features, labels)`, where
 `sentence_features[i] = model.tokenize(texts_of_column_i)`, and returns a scalar tensor.
 `LOSSES` maps the names used in training configs to the classes; the domain-adaptation objectives
-(TSDAE, masked-LM) train through `training.adapt` instead, as they need data built for them.
+(TSDAE, masked-LM) train through `training.adaptation` instead, as they need data built for them.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import munjang
-from munjang.training.adapt import adapt, corpus_sentences
+from munjang.training.adaptation import adapt, corpus_sentences
 from tests.helpers.training import tiny_bert
 
 CORPUS = [
