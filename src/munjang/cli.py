@@ -17,6 +17,7 @@ import numpy as np
 import typer
 
 from .atomic import atomic_write
+from .cli_adapt import adapt
 from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_models import models_app
@@ -56,6 +57,7 @@ register_applications(app)
 register_topics(app)
 app.command()(serve)
 app.command()(train)
+app.command()(adapt)
 
 
 def _load(model: str | None, device: str | None, **kwargs: Any) -> Any:

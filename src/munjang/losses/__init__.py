@@ -2,7 +2,8 @@
 
 Every loss is an `nn.Module` called as `loss(sentence_features, labels)`, where
 `sentence_features[i] = model.tokenize(texts_of_column_i)`, and returns a scalar tensor.
-`LOSSES` maps the names used in training configs to the classes.
+`LOSSES` maps the names used in training configs to the classes; the domain-adaptation objectives
+(TSDAE, masked-LM) train through `training.adaptation` instead, as they need data built for them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed
 from .contrastive import ContrastiveLoss
 from .cosent import CoSENTLoss
 from .cosine_similarity import CosineSimilarityLoss
+from .denoising_auto_encoder import DenoisingAutoEncoderLoss
+from .masked_language_modeling import MaskedLanguageModelingLoss
 from .matryoshka import MatryoshkaLoss
 from .mse import MSELoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
@@ -39,7 +42,9 @@ __all__ = [
     "CoSENTLoss",
     "ContrastiveLoss",
     "CosineSimilarityLoss",
+    "DenoisingAutoEncoderLoss",
     "MSELoss",
+    "MaskedLanguageModelingLoss",
     "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
     "OnlineContrastiveLoss",

@@ -1,9 +1,18 @@
 """Training: examples, arguments, the trainer and its checkpoints."""
 
 from ..data.example import Example
+from .adaptation import adapt, corpus_sentences
 from .args import TrainingArguments
 from .hard_negatives import mine_hard_negatives
 from .static_distill import distill_static
 from .trainer import Trainer
 
-__all__ = ["Example", "Trainer", "TrainingArguments", "distill_static", "mine_hard_negatives"]
+__all__ = [
+    "Example",
+    "Trainer",
+    "TrainingArguments",
+    "adapt",
+    "corpus_sentences",
+    "distill_static",
+    "mine_hard_negatives",
+]
