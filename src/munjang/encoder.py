@@ -17,13 +17,10 @@ from tqdm.auto import tqdm
 
 from . import similarity as sim
 from .devices import resolve_device
-from .errors import ModelLoadError
 from .formats import (
     SIMILARITY_FUNCTIONS,
     EncoderSettings,
-    is_cross_encoder_folder,
-    is_sparse_encoder_folder,
-    read_modules,
+    read_encoder_folder,
     write_modules,
 )
 from .hub import resolve_model_path
@@ -35,7 +32,7 @@ from .inference.hardware import torch_threads
 from .inference.weights_state import optimizer_generation, weights_state
 from .inference.whole_inputs import encode_whole
 from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
-from .modules.clip import CLIPModel, is_clip_folder
+from .modules.clip import CLIPModel
 from .modules.pipeline import replace_pooling
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -582,27 +579,7 @@ def load_encoder(
         "model_kwargs": model_kwargs,
         "tokenizer_kwargs": tokenizer_kwargs,
     }
-    if is_cross_encoder_folder(folder):
-        raise ModelLoadError(
-            f"{folder} holds a cross-encoder (it scores text pairs, it does not embed sentences); "
-            "load it with munjang.load_cross_encoder"
-        )
-    if is_sparse_encoder_folder(folder):
-        raise ModelLoadError(
-            f"{folder} holds a sparse (SPLADE) encoder; load it with munjang.load_sparse_encoder"
-        )
-    if (folder / "modules.json").exists():
-        modules = read_modules(folder, **load_kwargs)
-        settings = EncoderSettings.read(folder)
-    elif is_clip_folder(folder):  # a plain Hugging Face CLIP checkpoint: one module, as sentence-transformers
-        modules = [CLIPModel.load(folder, **load_kwargs)]
-        settings = EncoderSettings()
-    elif (folder / "config.json").exists():
-        transformer = Transformer.load(folder, **load_kwargs)
-        modules = [transformer, Pooling(transformer.hidden_size, "mean")]
-        settings = EncoderSettings()
-    else:
-        raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
+    modules, settings = read_encoder_folder(folder, load_kwargs)
     if pooling is not None:
         if not isinstance(modules[0], Transformer):
             raise ValueError(f"{folder} is a {type(modules[0]).__name__} model: no pooling to override")

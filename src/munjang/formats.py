@@ -200,3 +200,31 @@ def write_modules(folder: Path, modules: list[Module]) -> None:
         module.save(folder / sub)
         entries.append({"idx": idx, "name": str(idx), "path": sub, "type": module.st_type})
     write_json(folder / "modules.json", entries)
+
+
+def read_encoder_folder(folder: Path, load_kwargs: dict[str, Any]) -> tuple[list[Module], EncoderSettings]:
+    """The modules and settings of a sentence-encoder folder: a sentence-transformers folder, a plain
+    Hugging Face CLIP checkpoint (one module, as sentence-transformers builds it) or a plain encoder
+    (mean pooling). A cross-encoder or sparse folder is refused, naming the loader that takes it."""
+    if is_cross_encoder_folder(folder):
+        raise ModelLoadError(
+            f"{folder} holds a cross-encoder (it scores text pairs, it does not embed sentences); "
+            "load it with munjang.load_cross_encoder"
+        )
+    if is_sparse_encoder_folder(folder):
+        raise ModelLoadError(
+            f"{folder} holds a sparse (SPLADE) encoder; load it with munjang.load_sparse_encoder"
+        )
+    if (folder / "modules.json").exists():
+        modules = read_modules(folder, **load_kwargs)
+        settings = EncoderSettings.read(folder)
+    elif is_clip_folder(folder):
+        modules = [CLIPModel.load(folder, **load_kwargs)]
+        settings = EncoderSettings()
+    elif (folder / "config.json").exists():
+        transformer = Transformer.load(folder, **load_kwargs)
+        modules = [transformer, Pooling(transformer.hidden_size, "mean")]
+        settings = EncoderSettings()
+    else:
+        raise ModelLoadError(f"{folder}: neither modules.json nor config.json, so it is not a model folder")
+    return modules, settings

@@ -37,7 +37,7 @@ from .exact import ExactIndex
 from .filters import compile_filter
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
-from .live_index import LexicalIndex
+from .live_index import LexicalIndex, label_problems
 from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
 from .sparse_retriever import SparseRetriever, sparse_setup
@@ -45,6 +45,10 @@ from .storage import Backend, Store, collection_names, is_storage_error, open_ba
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
 CONFLICTS = ("error", "skip", "upsert")
+# The configuration `info()` reports as it is stored.
+INFO_KEYS = (
+    "model", "dim", "metric", "index", "query_prompt_name", "document_prompt_name", "lexical", "hnsw",
+)  # fmt: skip
 
 
 class Collection(CollectionSearch):
@@ -559,20 +563,6 @@ class Collection(CollectionSearch):
         found = self.store.documents_by_id(list(ids))
         return [found.get(i) for i in ids]
 
-    def sample(
-        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
-    ) -> tuple[list[Document], np.ndarray]:
-        """Up to `limit` documents spread evenly over the collection (in insertion order), with
-        their stored vectors: what a 2-D map of the collection draws."""
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
-        labels = self.store.labels_matching(*compile_filter(filter, dialect=self.store.dialect))
-        if len(labels) > limit:
-            labels = labels[np.linspace(0, len(labels) - 1, limit).round().astype(np.int64)]
-        docs = self.store.documents(labels.tolist())
-        vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
-        return [docs[int(label)] for label in labels], vectors
-
     def info(self) -> dict[str, Any]:
         self.dense.sync(self.store)
         return {
@@ -581,10 +571,7 @@ class Collection(CollectionSearch):
             "documents": len(self),
             "passages": self.store.passage_count(),
             "chunking": self.chunking.to_dict(),
-            **{k: self.config[k] for k in ("model", "dim", "metric", "index", "query_prompt_name")},
-            "document_prompt_name": self.config["document_prompt_name"],
-            "lexical": self.config["lexical"],
-            "hnsw": self.config["hnsw"],
+            **{k: self.config[k] for k in INFO_KEYS},
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
             "sparse": self.config.get("sparse"),
             "database_bytes": self.backend.size_bytes(self.store),
@@ -598,11 +585,7 @@ class Collection(CollectionSearch):
         self.lexical.sync(self.store, wait=True)
         with self.store.snapshot():
             labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
-        dense_ids = np.sort(self.dense.index.ids())
-        if not np.array_equal(dense_ids, labels):
-            missing = np.setdiff1d(labels, dense_ids)
-            extra = np.setdiff1d(dense_ids, labels)
-            problems.append(f"dense index: {len(missing)} documents missing, {len(extra)} deleted ones left")
+        problems += label_problems("dense index", self.dense.index.ids(), labels)
         if not np.array_equal(self.lexical.labels, labels):
             problems.append("lexical index does not match the documents")
         if self.sparse is not None:

@@ -16,6 +16,7 @@ from .filters import compile_filter
 from .hybrid import FUSIONS, fuse
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 from .storage import DenseSearch, Store
+from .store import Document
 
 MODES = ("dense", "lexical", "sparse", "hybrid")
 # Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
@@ -48,6 +49,20 @@ class CollectionSearch:
         ) -> np.ndarray: ...
 
         def _tokenizer(self) -> Any: ...
+
+    def sample(
+        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
+    ) -> tuple[list[Document], np.ndarray]:
+        """Up to `limit` documents spread evenly over the collection (in insertion order), with
+        their stored vectors: what a 2-D map of the collection draws."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        labels = self.store.labels_matching(*compile_filter(filter, dialect=self.store.dialect))
+        if len(labels) > limit:
+            labels = labels[np.linspace(0, len(labels) - 1, limit).round().astype(np.int64)]
+        docs = self.store.documents(labels.tolist())
+        vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
+        return [docs[int(label)] for label in labels], vectors
 
     def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
         """The query's lexical (BM25) terms that each hit's passage contains, in query order: why a

@@ -243,3 +243,12 @@ class LexicalIndex:
             self._install(*self._build(store))
         finally:
             store.close()
+
+
+def label_problems(what: str, held: np.ndarray, labels: np.ndarray) -> list[str]:
+    """One problem line when an index's labels (`held`) differ from the stored passages' `labels`."""
+    held = np.sort(held)
+    if np.array_equal(held, labels):
+        return []
+    missing, extra = np.setdiff1d(labels, held), np.setdiff1d(held, labels)
+    return [f"{what}: {len(missing)} documents missing, {len(extra)} deleted ones left"]

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .inputs import model_key
+from .live_index import label_problems
 from .sparse_index import LiveSparseIndex, rows_to_csr
 from .store import CollectionError
 
@@ -103,8 +104,4 @@ class SparseRetriever:
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""
         self.live.sync(store)
-        held = np.sort(self.live.index.ids())
-        if np.array_equal(held, labels):
-            return []
-        missing, extra = np.setdiff1d(labels, held), np.setdiff1d(held, labels)
-        return [f"sparse index: {len(missing)} documents missing, {len(extra)} deleted ones left"]
+        return label_problems("sparse index", self.live.index.ids(), labels)
