@@ -61,6 +61,28 @@ def klue_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
+def with_hard_negatives(pairs: list[tuple[str, str]], skip: int) -> list[tuple[str, str, str]]:
+    """(query, premise, hard negative): the negative is the Kiwi-BM25 hit at rank `skip` among the other
+    premises for the query (the very top hits are left out: near-duplicates of the positive are likely
+    there). Cached in the bench folder; mining takes a minute."""
+    from munjang.search.lexical import BM25Index
+
+    path = cache_root() / "bench" / f"klue-nli-bm25-negatives-skip{skip}.json"
+    if path.exists():
+        return [tuple(row) for row in json.loads(path.read_text())]  # type: ignore[misc]
+    premises = sorted({p for _, p in pairs})
+    index = BM25Index("kiwi")
+    index.index(premises)
+    hits = index.search([q for q, _ in pairs], k=skip + 2)
+    out = []
+    for (query, positive), found in zip(pairs, hits, strict=True):
+        others = [premises[h.row] for h in found if premises[h.row] != positive]
+        if len(others) > skip:
+            out.append((query, positive, others[skip]))
+    path.write_text(json.dumps(out, ensure_ascii=False))
+    return out
+
+
 def pca_projection(model: Any, texts: list[str]) -> None:
     """Start the projection at the top principal directions of the backbone's token vectors (centred: the
     direction every token shares tells tokens apart least), so training begins from a projection that
@@ -85,7 +107,9 @@ def train(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     env = print_environment()
-    pairs = klue_pairs()
+    pairs: list[Any] = klue_pairs()
+    if args.hard_negatives is not None:
+        pairs = with_hard_negatives(pairs, args.hard_negatives)
     base = Transformer.load(resolve_model_path(MODEL))
     model = MultiVectorEncoder.from_transformer(
         base,
@@ -94,7 +118,7 @@ def train(args: argparse.Namespace) -> int:
         document_length=args.train_doc_length,
         prompts={"query": "query: ", "document": "passage: "},
     )
-    pca_projection(model, [p for _, p in pairs[:: max(1, len(pairs) // 1000)]])
+    pca_projection(model, [row[1] for row in pairs[:: max(1, len(pairs) // 1000)]])
     # Train the top layers only: the word embeddings (most of e5-small's weights) and the lower layers
     # stay as they are, which makes a step several times cheaper on a shared CPU.
     auto = base.auto_model
@@ -116,6 +140,7 @@ def train(args: argparse.Namespace) -> int:
     model.save(model_dir())
     record = {
         "pairs": len(pairs),
+        "hard_negatives": None if args.hard_negatives is None else f"Kiwi BM25, rank {args.hard_negatives}",
         "steps": len(losses),
         "batch_size": args.batch_size,
         "lr": args.lr,
@@ -142,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--train-doc-length", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--hard-negatives", type=int, default=None, help="add a BM25-mined negative premise: the hit at this rank"
+    )
     parser.add_argument("--freeze-layers", type=int, default=8, help="lower encoder layers kept frozen")
     parser.add_argument("--queries", type=int, default=150, help="queries sampled per set (seeded)")
     parser.add_argument(

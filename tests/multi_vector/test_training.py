@@ -57,3 +57,11 @@ def test_batches_never_repeat_a_document() -> None:
     pairs = [("q1", "d"), ("q2", "d"), ("q3", "e"), ("q4", "f"), ("q5", "g")]
     for batch in batches(pairs, 2, seed=0):
         assert len({doc for _, doc in batch}) == len(batch) == 2
+
+
+def test_batches_keep_hard_negatives_apart_from_other_rows_documents() -> None:
+    triplets = [("q1", "a", "b"), ("q2", "b", "c"), ("q3", "c", "d"), ("q4", "e", "e"), ("q5", "f", "g")]
+    for seed in range(5):
+        for batch in batches(triplets, 2, seed=seed):
+            documents = [doc for row in batch for doc in row[1:]]
+            assert len(set(documents)) == len(documents) == 4

@@ -1,8 +1,8 @@
 """A compact training loop for a ColBERT: MaxSim in-batch negatives over (query, document) pairs.
 
 AdamW with a linear warm-up and decay; the projection (new, random) learns at its own, higher rate
-than the pretrained backbone. Batches never hold the same document twice, so no in-batch "negative"
-is a copy of the positive.
+than the pretrained backbone. Batches never hold the same document twice (positives and hard negatives
+alike), so no in-batch "negative" is a copy of some query's positive.
 """
 
 from __future__ import annotations
@@ -31,17 +31,19 @@ class FitOptions:
 
 
 def batches(pairs: Sequence[tuple[str, ...]], batch_size: int, seed: int) -> list[list[tuple[str, ...]]]:
-    """Shuffled batches in which no document text appears twice (an epoch; short last batch dropped)."""
+    """Shuffled batches in which no document text (any column after the query) appears twice (an epoch;
+    short last batch dropped)."""
     order = list(pairs)
     random.Random(seed).shuffle(order)
     out: list[list[tuple[str, ...]]] = []
     current: list[tuple[str, ...]] = []
     seen: set[str] = set()
     for pair in order:
-        if pair[1] in seen:
+        documents = set(pair[1:])
+        if len(documents) < len(pair) - 1 or documents & seen:
             continue
         current.append(pair)
-        seen.add(pair[1])
+        seen |= documents
         if len(current) == batch_size:
             out.append(current)
             current, seen = [], set()
