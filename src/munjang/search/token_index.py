@@ -33,6 +33,8 @@ EXACT_LIMIT = 20_000
 REBUILD_FRACTION = 0.25
 # Query tokens x document tokens per block of exact scoring.
 CHUNK_ELEMENTS = 16_000_000
+# Candidates PLAID reranks exactly (more when the index holds that many dead or filtered-out documents).
+PLAID_RERANK = 256
 
 
 def exact_scores(
@@ -73,6 +75,9 @@ class TokenIndex:
         self.plaid: PlaidIndex | None = None
         self.plaid_size = 0  # the documents (rows 0..plaid_size-1) the PLAID part was built over
         self._pending: list[np.ndarray] = []  # added matrices not yet joined to `vectors`
+        # One reader or writer at a time: a search may join `_pending` or build PLAID, and the
+        # bge-m3 mode reads matrices beside the searches of other threads.
+        self._lock = threading.RLock()
 
     def _flat(self) -> np.ndarray:
         """All token vectors in one array (joining what was added since the last call)."""
@@ -85,14 +90,23 @@ class TokenIndex:
         return int(self.alive.sum())
 
     def ids(self) -> np.ndarray:
-        return self.labels[self.alive]
+        with self._lock:
+            return self.labels[self.alive]
 
     def memory_bytes(self) -> int:
+        with self._lock:
+            return self._memory_bytes()
+
+    def _memory_bytes(self) -> int:
         held = self._flat().nbytes + self.offsets.nbytes + self.labels.nbytes + self.alive.nbytes
         return int(held + (self.plaid.memory_bytes() if self.plaid is not None else 0))
 
     def matrix(self, label: int) -> np.ndarray | None:
         """The stored (tokens, dim) float32 matrix of one live document, or None."""
+        with self._lock:
+            return self._matrix(label)
+
+    def _matrix(self, label: int) -> np.ndarray | None:
         at = int(np.searchsorted(self.labels, label))
         if at >= len(self.labels) or self.labels[at] != label or not self.alive[at]:
             return None
@@ -100,6 +114,10 @@ class TokenIndex:
 
     def add(self, labels: np.ndarray, matrices: Sequence[np.ndarray]) -> None:
         """Append documents (labels above every label held: the store hands them out increasing)."""
+        with self._lock:
+            self._add(labels, matrices)
+
+    def _add(self, labels: np.ndarray, matrices: Sequence[np.ndarray]) -> None:
         if len(labels) != len(matrices):
             raise ValueError(f"{len(labels)} labels for {len(matrices)} token matrices")
         if not len(labels):
@@ -115,15 +133,22 @@ class TokenIndex:
 
     def remove(self, labels: np.ndarray) -> int:
         """Mark documents dead; labels not held are ignored. Returns how many were removed."""
-        hit = np.isin(self.labels, labels) & self.alive
-        self.alive[hit] = False
-        return int(hit.sum())
+        with self._lock:
+            hit = np.isin(self.labels, labels) & self.alive
+            self.alive[hit] = False
+            return int(hit.sum())
 
     def search(
         self, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None = None, mean: bool = False
     ) -> list[list[tuple[int, float]]]:
         """Per query, up to k (label, score) pairs, best first, among live (and `allowed`) documents;
         `mean` divides each query's scores by its token count (MeanMaxSim)."""
+        with self._lock:
+            return self._search(queries, k, allowed, mean)
+
+    def _search(
+        self, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None, mean: bool
+    ) -> list[list[tuple[int, float]]]:
         usable = self.alive if allowed is None else self.alive & np.isin(self.labels, allowed)
         rows = np.flatnonzero(usable)
         if len(rows) <= self.exact_limit:
@@ -157,7 +182,7 @@ class TokenIndex:
         assert self.plaid is not None
         built = usable[: self.plaid_size]
         want = min(self.plaid_size, k + int((~built).sum()))
-        self.plaid.rerank = max(self.plaid.rerank, want)
+        self.plaid.rerank = max(PLAID_RERANK, want)
         tail_rows = np.flatnonzero(usable[self.plaid_size :]) + self.plaid_size
         tail_scores = exact_scores(queries, self._flat(), self.offsets, tail_rows)
         out = []
@@ -172,7 +197,7 @@ class TokenIndex:
         """PLAID over every document held now (dead ones included, so rows stay positions)."""
         from ..multi_vector.flat import FlatTokens
 
-        self.plaid = PlaidIndex().build(FlatTokens(self._flat(), self.offsets.copy()))
+        self.plaid = PlaidIndex(rerank=PLAID_RERANK).build(FlatTokens(self._flat(), self.offsets.copy()))
         self.plaid_size = len(self.labels)
 
 
@@ -188,27 +213,22 @@ class LiveTokenIndex:
     def sync(self, store: Any) -> bool:
         """Apply what the store changed since the watermark; True if anything was applied."""
         with self._lock:
-            return self._sync(store)
-
-    def _sync(self, store: Any) -> bool:
-        if store.watermark() == self.watermark:
-            return False
-        since = self.watermark
-        with store.snapshot():
-            now = store.watermark()
-            if now.deletion > since.deletion:
-                self.index.remove(store.deletions_after(since.deletion))
-            if now.label > since.label:
-                for labels, matrices in store.token_vectors_after(self.model, since.label):
-                    self.index.add(labels, matrices)
-        self.watermark = now
-        return True
+            if store.watermark() == self.watermark:
+                return False
+            since = self.watermark
+            with store.snapshot():
+                now = store.watermark()
+                if now.deletion > since.deletion:
+                    self.index.remove(store.deletions_after(since.deletion))
+                if now.label > since.label:
+                    for labels, matrices in store.token_vectors_after(self.model, since.label):
+                        self.index.add(labels, matrices)
+            self.watermark = now
+            return True
 
     def search(
         self, store: Any, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None, mean: bool
     ) -> list[list[tuple[int, float]]]:
-        """Catch up with the store, then `TokenIndex.search` (one search at a time: a search may
-        build the PLAID part)."""
-        with self._lock:
-            self._sync(store)
-            return self.index.search(queries, k, allowed, mean)
+        """Catch up with the store, then `TokenIndex.search`."""
+        self.sync(store)
+        return self.index.search(queries, k, allowed, mean)
