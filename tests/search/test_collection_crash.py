@@ -181,17 +181,17 @@ def test_sigkill_with_a_multi_vector_retriever_loses_nothing_committed(tmp_path:
     Collection.create(folder, encoder=encoder, tokenizer="word", multi_vector_model=colbert).close()
     rng = random.Random(3)
     committed: set[str] = set()
-    searches = 0
     for round_number in range(6):
         proc = _start_writer(folder, round_number)
         assert proc.stdout is not None
         first = proc.stdout.readline()
         deadline = time.monotonic() + rng.uniform(0.0, 2.5)
         with Collection.open(folder, encoder=encoder, readonly=True) as reader:
-            while time.monotonic() < deadline:
+            while True:  # at least one search a round, however slow the machine
                 hits = reader.search("고양이 시장 guitar", k=5, mode="hybrid")  # dense + BM25 + multi-vector
                 assert len(hits) <= 5
-                searches += 1
+                if time.monotonic() >= deadline:
+                    break
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         out = first + out
@@ -213,4 +213,4 @@ def test_sigkill_with_a_multi_vector_retriever_loses_nothing_committed(tmp_path:
             want = [docs[j].id for j in np.argsort(-scores, kind="stable")[:5]]
             got = [h.id for h in col.search(query, k=5, mode="multi_vector")]
             assert got == want, f"round {round_number}: multi_vector search is not brute-force MaxSim"
-    assert len(committed) > 6 and searches > 6
+    assert len(committed) > 6

@@ -118,10 +118,12 @@ def test_m3_errors_name_the_problem(tmp_path: Path, m3_folder: Path, encoder) ->
         Collection.create(tmp_path / "a", m3_model=m3_folder, encoder=encoder)
     with pytest.raises(ValueError, match="brings its own"):
         Collection.create(tmp_path / "b", m3_model=m3_folder, sparse_model=m3_folder)
+    with pytest.raises(ValueError, match="late chunking needs a mean-pooling model"):
+        Collection.create(tmp_path / "e", m3_model=m3_folder, chunking={"late": True})
     with pytest.raises(ValueError, match="m3_encoder needs m3_model"):
         Collection.create(tmp_path / "c", m3_encoder=load_m3_encoder(m3_folder, device="cpu"))
     with Collection.create(tmp_path / "d", encoder=encoder, tokenizer="word") as plain:
         plain.add(["x"], ["text"])
         with pytest.raises(ValueError, match="no bge-m3 model"):
             plain.search("text", mode="m3")
-    assert not any((tmp_path / n).exists() for n in "abc")
+    assert not any((tmp_path / n).exists() for n in "abce")

@@ -159,6 +159,8 @@ class Collection(CollectionSearch, CollectionEncoding):
         lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
         BM25Index(**lexical)
         chunks = ChunkingConfig.from_mapping(chunking).to_dict()
+        if "m3" in loaded and chunks["late"]:
+            raise ValueError("late chunking needs a mean-pooling model; bge-m3 pools its [CLS] token")
         config = {
             "schema_version": SCHEMA_VERSION,
             "model": model_key(model),
