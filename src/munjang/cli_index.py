@@ -75,6 +75,18 @@ def create(
         str | None,
         typer.Option(help="A sparse (SPLADE) model folder or hub id: a third retriever (docs/sparse.md)."),
     ] = None,
+    multi_vector_model: Annotated[
+        str | None,
+        typer.Option(
+            help="A multi-vector (ColBERT) model folder or hub id: MaxSim search (docs/multi-vector.md)."
+        ),
+    ] = None,
+    m3_model: Annotated[
+        str | None,
+        typer.Option(
+            help="A bge-m3 folder or hub id in place of --model: dense, sparse, ColBERT in one pass."
+        ),
+    ] = None,
     device: DeviceOption = None,
 ) -> None:
     """Create an empty collection bound to an embedding model."""
@@ -102,6 +114,8 @@ def create(
         },
         device=device,
         sparse_model=sparse_model,
+        multi_vector_model=multi_vector_model,
+        m3_model=m3_model,
     )
     info = col.info()
     col.close()
@@ -436,13 +450,20 @@ def search(
     backend: BackendOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")] = 10,
     mode: Annotated[
-        str, typer.Option(help="dense, lexical (BM25), sparse (a collection with a sparse model) or hybrid.")
+        str,
+        typer.Option(
+            help="dense, lexical (BM25), sparse, multi_vector (a collection with such a model), hybrid, "
+            "or m3 (a bge-m3 collection: bge-m3's weighted score)."
+        ),
     ] = "dense",
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Same as --mode hybrid.")] = False,
     fusion: Annotated[
         str | None, typer.Option(help="Hybrid fusion: rrf or weighted (default: the collection default).")
     ] = None,
-    weights: Annotated[str | None, typer.Option(help="Fusion weights dense,lexical (e.g. 0.7,0.3).")] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(help="Fusion weights dense,lexical (e.g. 0.7,0.3); for m3 dense,sparse,colbert."),
+    ] = None,
     rrf_k: Annotated[float, typer.Option(min=0, help="RRF constant.")] = 60.0,
     normalization: Annotated[
         str | None,

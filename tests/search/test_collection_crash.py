@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from munjang.multi_vector import maxsim
 from munjang.search.collection import Collection
+from tests.helpers.multi_vector import st_multi_vector
 from tests.helpers.paths import SCRIPTS
 from tests.helpers.sparse import munjang_splade
 
@@ -167,3 +169,48 @@ def test_sigkill_with_a_sparse_retriever_loses_nothing_committed(tmp_path: Path,
                 own = {h.id: h.score for h in col.search(doc.text, k=len(col), mode="sparse")}
                 assert doc.id in own
     assert len(committed) > 6 and searches > 6
+
+
+@pytest.mark.slow
+def test_sigkill_with_a_multi_vector_retriever_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+    """The same kills, on a collection with a multi-vector (ColBERT) retriever: its token vectors
+    commit with their passages, and its index, replayed from the store, matches the documents and
+    ranks as brute-force MaxSim over the model's own vectors does."""
+    folder = tmp_path / "multi"
+    colbert = st_multi_vector(tmp_path / "colbert")
+    Collection.create(folder, encoder=encoder, tokenizer="word", multi_vector_model=colbert).close()
+    rng = random.Random(3)
+    committed: set[str] = set()
+    for round_number in range(6):
+        proc = _start_writer(folder, round_number)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        deadline = time.monotonic() + rng.uniform(0.0, 2.5)
+        with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+            while True:  # at least one search a round, however slow the machine
+                hits = reader.search("고양이 시장 guitar", k=5, mode="hybrid")  # dense + BM25 + multi-vector
+                assert len(hits) <= 5
+                if time.monotonic() >= deadline:
+                    break
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        out = first + out
+        assert proc.returncode == -signal.SIGKILL
+        committed |= {
+            i for line in out.splitlines() if line.startswith("committed ") for i in line.split()[1:]
+        }
+        with Collection.open(folder, encoder=encoder) as col:
+            assert col.check() == [], f"round {round_number}"  # the multi-vector index included
+            present = col.get(sorted(committed))
+            assert all(d is not None for d in present), f"round {round_number}: committed documents lost"
+            model = col.multi_vector.encoder
+            docs = [d for d in col.get(list(col.ids())) if d is not None]
+            stored = [
+                m.astype(np.float16).astype(np.float32) for m in model.encode_document([d.text for d in docs])
+            ]
+            query = "고양이 시장 guitar"
+            scores = maxsim(model.encode_query([query]), stored)[0]
+            want = [docs[j].id for j in np.argsort(-scores, kind="stable")[:5]]
+            got = [h.id for h in col.search(query, k=5, mode="multi_vector")]
+            assert got == want, f"round {round_number}: multi_vector search is not brute-force MaxSim"
+    assert len(committed) > 6

@@ -14,9 +14,10 @@ A document longer than the model's window is stored as several passages (`passag
 index ranks passages, and a search returns documents, each with its best passage (`results.py`).
 
 Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "sparse" (a SPLADE
-model, for a collection created with `sparse_model`, see `sparse_retriever.py`), "hybrid" (every
-retriever the collection has, fused by RRF or weighted scores), each with metadata filters and an
-optional cross-encoder rerank.
+model, for a collection created with `sparse_model`), "multi_vector" (ColBERT MaxSim, with
+`multi_vector_model`), "hybrid" (every retriever the collection has, fused by RRF or weighted
+scores), "m3" (bge-m3's weighted score, with `m3_model`: `m3_pass.py`), each with metadata filters
+and an optional cross-encoder rerank. The extra retrievers' plumbing is in `retrievers.py`.
 """
 
 from __future__ import annotations
@@ -24,23 +25,23 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..inference.hardware import torch_threads
+from .collection_encoding import CollectionEncoding
 from .collection_search import CollectionSearch
 from .exact import ExactIndex
 from .filters import compile_filter
-from .image_files import ImageFiles, document_input, image_documents, input_key
+from .image_files import document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .live_index import LexicalIndex, label_problems
-from .passages import ChunkingConfig, Passage, PassagePlanner, document_hash, late_key, title_of
+from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
-from .sparse_retriever import SparseRetriever, sparse_setup
+from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
@@ -51,7 +52,7 @@ INFO_KEYS = (
 )  # fmt: skip
 
 
-class Collection(CollectionSearch):
+class Collection(CollectionSearch, CollectionEncoding):
     """Documents with ids and metadata, searchable by meaning, by words, or both. Use
     `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
     `backend="postgresql://..."` the first argument is the collection's name in that database."""
@@ -67,6 +68,8 @@ class Collection(CollectionSearch):
         lock_timeout: float = 60.0,
         background_refresh: bool = False,
         sparse_encoder: Any = None,
+        multi_vector_encoder: Any = None,
+        m3_encoder: Any = None,
     ) -> None:
         self.backend = backend
         self.folder = backend.folder
@@ -82,15 +85,17 @@ class Collection(CollectionSearch):
             )
         self.chunking = ChunkingConfig.from_mapping(self.config.get("chunking"))
         self._planner: PassagePlanner | None = None
-        self._encoder = encoder
+        encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
+        self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
+        self._encoder = encoder if encoder is not None else encoders.get("dense")
         self.pace: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
         self.lexical = LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
-        sparse = self.config.get("sparse")
-        self.sparse = SparseRetriever(sparse, store, sparse_encoder, device) if sparse else None
+        self.extras = open_extras(self.config, store, encoders, device)
+        self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod
@@ -112,17 +117,32 @@ class Collection(CollectionSearch):
         device: str | None = None,
         sparse_model: str | os.PathLike[str] | None = None,
         sparse_encoder: Any = None,
+        multi_vector_model: str | os.PathLike[str] | None = None,
+        multi_vector_encoder: Any = None,
+        m3_model: str | os.PathLike[str] | None = None,
+        m3_encoder: Any = None,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
-        passages (see `passages.py`); `sparse_model` (a SPLADE model folder or hub id, optionally
-        already loaded as `sparse_encoder`) adds a sparse retriever (folder collections only). The
-        folder (or the PostgreSQL schema, with `backend`) appears complete or not at all."""
+        passages (see `passages.py`). Extra retrievers (folder collections only; each model a folder
+        or hub id, optionally already loaded as its `*_encoder`): `sparse_model` (SPLADE),
+        `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`: dense, sparse and
+        ColBERT vectors from one pass, see `m3_pass.py`). The folder (or the PostgreSQL schema, with
+        `backend`) appears complete or not at all."""
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
+        extras, loaded = extras_config(
+            place.kind, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
+            multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
+            m3_model=m3_model, m3_encoder=m3_encoder,
+        )  # fmt: skip
+        if "m3" in loaded:
+            if model is not None or encoder is not None:
+                raise ValueError("m3_model is the collection's model; give no model or encoder beside it")
+            encoder = m3_views(loaded["m3"])["dense"]
         if encoder is None:
             from ..embedder import load_embedder
 
@@ -139,6 +159,8 @@ class Collection(CollectionSearch):
         lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
         BM25Index(**lexical)
         chunks = ChunkingConfig.from_mapping(chunking).to_dict()
+        if "m3" in loaded and chunks["late"]:
+            raise ValueError("late chunking needs a mean-pooling model; bge-m3 pools its [CLS] token")
         config = {
             "schema_version": SCHEMA_VERSION,
             "model": model_key(model),
@@ -150,13 +172,13 @@ class Collection(CollectionSearch):
             "query_prompt_name": query_prompt_name,
             "document_prompt_name": document_prompt_name,
             "chunking": chunks,
+            **extras,
         }
-        if sparse_model is not None or sparse_encoder is not None:
-            sparse_encoder, config["sparse"] = sparse_setup(sparse_model, sparse_encoder, place.kind, device)
         place.create(config)
         return cls.open(
-            folder, backend=backend, encoder=encoder, device=device, sparse_encoder=sparse_encoder
-        )
+            folder, backend=backend, encoder=encoder, device=device, sparse_encoder=loaded.get("sparse"),
+            multi_vector_encoder=loaded.get("multi_vector"), m3_encoder=loaded.get("m3"),
+        )  # fmt: skip
 
     @classmethod
     def open(
@@ -170,6 +192,8 @@ class Collection(CollectionSearch):
         lock_timeout: float = 60.0,
         background_refresh: bool = False,
         sparse_encoder: Any = None,
+        multi_vector_encoder: Any = None,
+        m3_encoder: Any = None,
     ) -> Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
@@ -187,6 +211,8 @@ class Collection(CollectionSearch):
                 lock_timeout=lock_timeout,
                 background_refresh=background_refresh,
                 sparse_encoder=sparse_encoder,
+                multi_vector_encoder=multi_vector_encoder,
+                m3_encoder=m3_encoder,
             )
         except BaseException:
             store.close()
@@ -223,89 +249,6 @@ class Collection(CollectionSearch):
             raise CollectionError(f"{self.location} was opened read-only")
         with self.backend.write_lock(self.store, self._lock_timeout):
             yield
-
-    # -- models ------------------------------------------------------------------------------------------
-    @property
-    def encoder(self) -> Any:
-        if self._encoder is None:
-            from ..embedder import load_embedder
-
-            model = self.config["model"]
-            self._encoder = load_embedder(None if model == "default" else model, device=self._device)
-            dim = int(self._encoder.get_embedding_dimension())
-            if dim != self.config["dim"]:
-                raise CollectionError(
-                    f"{model} gives {dim}-d vectors; this collection holds {self.config['dim']}-d"
-                )
-        return self._encoder
-
-    @property
-    def images(self) -> ImageFiles | None:
-        """The stored image files of an image collection (a folder collection's `images/`)."""
-        return ImageFiles.of_collection(self.folder)
-
-    def _encode(
-        self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
-    ) -> np.ndarray:
-        vectors = self.encoder.encode(
-            list(texts),
-            batch_size=batch_size,
-            prompt_name=prompt_name,
-            show_progress_bar=progress,
-            convert_to_numpy=True,
-        )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
-
-    def _encode_documents(
-        self, texts: list[str | Path], prompt_name: str | None, batch_size: int
-    ) -> np.ndarray:
-        """`_encode` for a write, paced batch by batch when a `pace` hook is set (see `_tokenize`);
-        texts are sorted by length first, so batches stay as evenly padded as the encoder's own
-        sort would make them."""
-        if self.pace is None:
-            return self._encode(texts, prompt_name, batch_size, False)
-        order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
-        out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            part = order[start : start + batch_size]
-            with torch_threads(self.pace()):
-                out[part] = self._encode([texts[i] for i in part], prompt_name, batch_size, False)
-        return out
-
-    def _tokenize(self, texts: list[str], batch: int = 64) -> list[list[str]]:
-        """Lexical tokens for a write. A `pace` hook, set by a server that also answers searches on
-        this collection, is called before each batch of a write's work: it may wait while a search
-        is in flight and returns the torch threads the next encoding batch may use (None: all)."""
-        if self.pace is None:
-            return list(self._tokenizer().tokenize_many(texts))
-        tokens: list[list[str]] = []
-        for start in range(0, len(texts), batch):
-            self.pace()
-            tokens += self._tokenizer().tokenize_many(texts[start : start + batch])
-        return tokens
-
-    def _tokenizer(self) -> Any:
-        from .tokenizers import get_tokenizer
-
-        return get_tokenizer(self.config["lexical"]["tokenizer"])
-
-    def warm_up(self) -> None:
-        """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the
-        interpreter lock meanwhile, so a server loads it when it opens a collection rather than
-        stalling every thread at the first Korean text of a write."""
-        self._tokenizer()("한국어 문장")
-
-    def _plan(self, texts: list[str], titles: list[str | None]) -> list[list[Passage]]:
-        """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
-        `max_seq_length`) gets each document whole, as it would encode it."""
-        encoder = self.encoder
-        if not hasattr(encoder, "tokenizer") or not hasattr(encoder, "max_seq_length"):
-            return [[Passage(0, 0, len(t), t, t)] for t in texts]
-        if self._planner is None:
-            name = self.config["document_prompt_name"]
-            prompt = (getattr(encoder, "prompts", {}) or {}).get(name, "") if name else ""
-            self._planner = PassagePlanner(encoder, self.chunking, prompt)
-        return self._planner.plan(texts, titles)
 
     # -- writing -------------------------------------------------------------------------------------------
     def add(
@@ -414,11 +357,11 @@ class Collection(CollectionSearch):
             for (i, p, n), x in zip(passages, inputs, strict=True)
         ]
         cached = self.store.cached_hashes(model, hashes)
-        to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
-        tokens = self._tokenize([p.encoded for _, p, _ in passages]) if passages else []
-        sparse: tuple[list[str], list[Any]] = ([], [])
-        if self.sparse is not None and passages:
-            sparse = self.sparse.missing(self.store, hashes, [p.encoded for _, p, _ in passages])
+        encoded = [p.encoded for _, p, _ in passages]
+        with self.m3.shared() if self.m3 is not None else nullcontext():  # bge-m3: one pass for all three
+            to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
+            extra = [(r, r.missing(self.store, hashes, encoded)) for r in self.extras.values() if passages]
+        tokens = self._tokenize(encoded) if passages else []
         rows = [
             NewRow(
                 ids[i],
@@ -437,8 +380,8 @@ class Collection(CollectionSearch):
         with self.store.transaction():
             if to_encode:
                 self.store.put_embeddings(model, to_encode, vectors)
-            if sparse[0] and self.sparse is not None:
-                self.store.put_sparse(self.sparse.key, *sparse)  # type: ignore[attr-defined]
+            for retriever, (keys, values) in extra:
+                retriever.put(self.store, keys, values)
             if replaced:
                 self.store.delete(replaced)
             self.store.insert(rows, model)
@@ -447,41 +390,6 @@ class Collection(CollectionSearch):
         result.added += len(new_rows) - len(replaced)
         result.updated += len(replaced) + len(meta_only)
         result.encoded += len(to_encode)
-
-    def _vectors(
-        self,
-        passages: list[tuple[int, Passage, int]],
-        inputs: list[str | Path],
-        hashes: list[str],
-        cached: set[str],
-        texts: list[str],
-        titles: list[str | None],
-        batch_size: int,
-    ) -> tuple[list[str], np.ndarray]:
-        """The cache keys and vectors of the passages not in the embedding cache: each encoded on
-        its own (its text, or an image document's image), or with late chunking (`late_chunking.py`)
-        per document, all its passages at once."""
-        prompt_name = self.config["document_prompt_name"]
-        plain: dict[str, str | Path] = {}
-        late: dict[int, list[tuple[Passage, str]]] = {}
-        missing: set[int] = set()
-        for (i, p, n), x, h in zip(passages, inputs, hashes, strict=True):
-            if self.chunking.late and n > 1 and self._planner is not None:
-                late.setdefault(i, []).append((p, h))
-                if h not in cached:
-                    missing.add(i)
-            elif h not in cached:
-                plain.setdefault(h, x)
-        keys, parts = list(plain), []
-        if plain:
-            parts.append(self._encode_documents(list(plain.values()), prompt_name, batch_size))
-        for i in sorted(missing):
-            assert self._planner is not None
-            doc = [p for p, _ in late[i]]
-            parts.append(self._planner.late_vectors(texts[i], titles[i], doc, prompt_name, batch_size))
-            keys += [h for _, h in late[i]]
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self.config["dim"]), np.float32)
-        return keys, vectors
 
     def add_images(
         self,
@@ -573,7 +481,7 @@ class Collection(CollectionSearch):
             "chunking": self.chunking.to_dict(),
             **{k: self.config[k] for k in INFO_KEYS},
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
-            "sparse": self.config.get("sparse"),
+            **{name: self.config.get(name) for name in (*EXTRAS, "m3")},
             "database_bytes": self.backend.size_bytes(self.store),
         }
 
@@ -588,6 +496,6 @@ class Collection(CollectionSearch):
         problems += label_problems("dense index", self.dense.index.ids(), labels)
         if not np.array_equal(self.lexical.labels, labels):
             problems.append("lexical index does not match the documents")
-        if self.sparse is not None:
-            problems += self.sparse.problems(self.store, labels)
+        for retriever in self.extras.values():
+            problems += retriever.problems(self.store, labels)
         return problems

@@ -1,12 +1,14 @@
-"""Searching a collection: dense, lexical (BM25), sparse and hybrid retrieval over its passages, filters,
-grouping into documents, and an optional cross-encoder rerank. `Collection` mixes this in; it holds
-the store and the indexes (`collection.py`).
+"""Searching a collection: dense, lexical (BM25), sparse, multi-vector, hybrid and bge-m3 retrieval over
+its passages, filters, grouping into documents, and an optional cross-encoder rerank. `Collection`
+mixes this in; it holds the store and the indexes (`collection.py`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -18,7 +20,7 @@ from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 from .storage import DenseSearch, Store
 from .store import Document
 
-MODES = ("dense", "lexical", "sparse", "hybrid")
+MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
 # Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
 # fitted to one set. bench/korean_retrieval.py compares settings leave-one-set-out over five Korean
 # retrieval sets (document, question, paraphrase, sentence); tuned weights and RRF lose more on the
@@ -38,6 +40,8 @@ class CollectionSearch:
     dense: DenseSearch
     lexical: Any
     sparse: Any  # a SparseRetriever, or None for a collection without a sparse model
+    extras: dict[str, Any]  # the extra retrievers by mode name (`retrievers.py`)
+    m3: Any  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
     config: dict[str, Any]
     _device: str | None
     _cross_encoders: dict[str, Any]
@@ -45,7 +49,7 @@ class CollectionSearch:
     if TYPE_CHECKING:
 
         def _encode(
-            self, texts: Sequence[str], prompt_name: str | None, batch_size: int, progress: bool
+            self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
         ) -> np.ndarray: ...
 
         def _tokenizer(self) -> Any: ...
@@ -92,11 +96,13 @@ class CollectionSearch:
     ) -> Any:
         """The k best documents for a query (a list of hits) or for each of several queries.
 
-        - mode: "dense", "lexical", "sparse" (a collection with a sparse model) or "hybrid" (the
-          candidates of every retriever the collection has, `retrievers(...)`, fused by `fusion`,
-          "weighted" (default) or "rrf", with `weights` (one per retriever, in that order; None:
-          equal) and `normalization` for weighted (None: "zscore"); see HYBRID_FUSION for how they
-          were chosen).
+        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
+          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
+          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
+          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
+          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
+          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
+          three weights, None: the collection's, see `m3_pass.py`).
         - filter: metadata conditions (see `filters.py`), applied before ranking.
         - candidates: how many each retriever hands to fusion and rerank.
         - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
@@ -126,7 +132,7 @@ class CollectionSearch:
             raise ValueError(f"unknown unit {unit!r}; choose one of {', '.join(UNITS)}")
         if aggregate not in AGGREGATES:
             raise ValueError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
-        pool = max(k, candidates) if (mode == "hybrid" or rerank is not None) else k
+        pool = max(k, candidates) if (mode in ("hybrid", "m3") or rerank is not None) else k
         grouped = unit == "document" and self.store.has_passages()
         fetch = pool * PASSAGES_PER_DOCUMENT if grouped else pool
         allowed = where = None
@@ -134,10 +140,16 @@ class CollectionSearch:
             where = compile_filter(filter, dialect=self.store.dialect)
             if not self.dense.sql_filters or mode != "dense":
                 allowed = self.store.labels_matching(*where)
-        runs = {name: self._retrieve(name, queries, fetch, allowed, where, batch_size) for name in names}
+        shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
+        with self.m3.shared() if shared else nullcontext():
+            runs = {name: self._retrieve(name, queries, fetch, allowed, where, batch_size) for name in names}
+            m3_queries = self.m3.encode(queries) if mode == "m3" else None
         results: list[list[SearchHit]] = []
         for i, q in enumerate(queries):
-            if mode == "hybrid":
+            if m3_queries is not None:
+                m3_weights = self.config["m3"]["weights"] if weights is None else weights
+                ranked = self._m3_ranked(m3_queries, i, [runs[name][i] for name in names], m3_weights, fetch)
+            elif mode == "hybrid":
                 fused = fuse(
                     [runs[name][i] for name in names],
                     method=fusion,
@@ -154,14 +166,19 @@ class CollectionSearch:
 
     def retrievers(self, mode: str) -> list[str]:
         """The retrievers a search `mode` runs: itself, or for "hybrid" every one the collection has
-        (dense, lexical, and sparse when it has a sparse model), in the order hybrid `weights` take."""
+        (dense, lexical, then sparse and multi_vector when it has them), in the order hybrid `weights`
+        take; for "m3", the three whose candidates bge-m3's score ranks."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-        if mode == "sparse" and self.sparse is None:
-            raise ValueError("this collection has no sparse retriever (create it with sparse_model=...)")
+        if mode in ("sparse", "multi_vector") and mode not in self.extras:
+            raise ValueError(f"this collection has no {mode} retriever (create it with {mode}_model=...)")
+        if mode == "m3":
+            if self.m3 is None:
+                raise ValueError("this collection has no bge-m3 model (create it with m3_model=...)")
+            return ["dense", "sparse", "multi_vector"]
         if mode != "hybrid":
             return [mode]
-        return ["dense", "lexical"] + (["sparse"] if self.sparse is not None else [])
+        return ["dense", "lexical", *self.extras]
 
     def _retrieve(
         self,
@@ -177,8 +194,31 @@ class CollectionSearch:
             return self._dense_search(queries, k, allowed, where, batch_size)
         if name == "lexical":
             return self._lexical_search(queries, k, allowed)
-        results: list[list[tuple[int, float]]] = self.sparse.search(self.store, queries, k, allowed)
+        results: list[list[tuple[int, float]]] = self.extras[name].search(self.store, queries, k, allowed)
         return results
+
+    def _m3_ranked(
+        self, queries: Any, i: int, runs: list[list[tuple[int, float]]], weights: Sequence[float], k: int
+    ) -> Ranked:
+        """The union of the three retrievers' candidates for query i, scored by bge-m3's weighted sum
+        of dense, sparse and ColBERT scores from the stored vectors (`m3_pass.m3_scores`)."""
+        from ..m3_encoder import M3Output
+        from .m3_pass import m3_scores
+
+        labels = np.array(sorted({label for run in runs for label, _ in run}), dtype=np.int64)
+        query = M3Output(queries.dense[i : i + 1], queries.sparse[i : i + 1], queries.colbert[i : i + 1])
+        parts = m3_scores(
+            query,
+            self.store.vectors_of(self.config["model"], self.config["dim"], labels),
+            [self.extras["sparse"].live.index.vector(int(x)) for x in labels],
+            [self.extras["multi_vector"].live.index.matrix(int(x)) for x in labels],
+            weights,
+        )
+        order = np.lexsort((labels, -parts["m3"]))[:k]
+        return [
+            (int(labels[j]), float(parts["m3"][j]), {name: float(parts[name][j]) for name in parts})
+            for j in order
+        ]
 
     def _dense_search(
         self,

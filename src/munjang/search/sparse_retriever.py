@@ -48,6 +48,8 @@ def sparse_setup(
 class SparseRetriever:
     """The sparse model (loaded on first need), its cache key in the store, and the live index."""
 
+    name = "sparse"
+
     def __init__(
         self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
     ) -> None:
@@ -88,6 +90,11 @@ class SparseRetriever:
             vectors = self.encoder.encode_document(items[start : start + ENCODE_BATCH])
             rows += sparse_rows(vectors)
         return list(wanted), rows
+
+    def put(self, store: Any, hashes: list[str], rows: list[Any]) -> None:
+        """Write computed sparse vectors (inside the passage's transaction)."""
+        if hashes:
+            store.put_sparse(self.key, hashes, rows)
 
     def search(
         self, store: Any, queries: Sequence[str], k: int, allowed: np.ndarray | None

@@ -15,6 +15,8 @@ Tables:
 - `deletions`: a log of removed labels, numbered by an AUTOINCREMENT sequence.
 - `sparse_vectors`: the sparse (SPLADE) vector cache of a collection with a sparse retriever, keyed
   like `embeddings`: token ids (uint32) and weights (float32), little-endian.
+- `token_vectors`: the multi-vector (ColBERT) cache of a collection with a multi-vector retriever,
+  keyed the same way: a (n_tokens, dim) float16 matrix per passage (`search/token_index.py`).
 - `meta`: the collection's configuration (JSON values).
 
 Indexes (HNSW, BM25, the in-memory exact matrix) are derived data. Each records the highest label
@@ -57,6 +59,25 @@ _DOCUMENTS_COLUMNS = """
     UNIQUE (id, chunk)
 """
 
+# The vector caches of the extra retrievers (sparse, multi-vector); also created in an older folder.
+_CACHES = """
+CREATE TABLE IF NOT EXISTS sparse_vectors (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    ids BLOB NOT NULL,
+    weights BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS token_vectors (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    n_tokens INTEGER NOT NULL,
+    dim INTEGER NOT NULL,
+    vectors BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+"""
+
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents ({_DOCUMENTS_COLUMNS});
@@ -72,13 +93,7 @@ CREATE TABLE IF NOT EXISTS deletions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     label INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS sparse_vectors (
-    model TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    ids BLOB NOT NULL,
-    weights BLOB NOT NULL,
-    PRIMARY KEY (model, text_hash)
-) WITHOUT ROWID;
+{_CACHES}
 """
 
 # Version 1 held one row per document with a UNIQUE id; SQLite cannot drop that constraint in place,
@@ -182,6 +197,9 @@ class DocumentStore:
 
     def _upgrade(self) -> None:
         """Bring a collection written by an older munjang to this schema, in one transaction."""
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {"sparse_vectors", "token_vectors"} <= tables:  # caches added after the folder was made
+            self.conn.executescript(_CACHES)
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None or json.loads(row[0]) != 1:
             return
@@ -393,17 +411,56 @@ class DocumentStore:
     # -- writes (call inside a transaction) -----------------------------------------------------------
     def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]:
         """The hashes that already have a sparse vector for `model`."""
+        return self._cached("sparse_vectors", model, hashes)
+
+    def cached_token_vectors(self, model: str, hashes: Iterable[str]) -> set[str]:
+        """The hashes that already have a token matrix for `model`."""
+        return self._cached("token_vectors", model, hashes)
+
+    def _cached(self, table: str, model: str, hashes: Iterable[str]) -> set[str]:
         wanted = list(dict.fromkeys(hashes))
         found: set[str] = set()
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             marks = ", ".join("?" * len(part))
             rows = self.conn.execute(
-                f"SELECT text_hash FROM sparse_vectors WHERE model = ? AND text_hash IN ({marks})",
-                [model, *part],
+                f"SELECT text_hash FROM {table} WHERE model = ? AND text_hash IN ({marks})", [model, *part]
             )
             found.update(r[0] for r in rows)
         return found
+
+    def put_token_vectors(self, model: str, hashes: Sequence[str], matrices: Sequence[np.ndarray]) -> None:
+        """Token matrices (tokens, dim) into the multi-vector cache as float16; inside the caller's
+        transaction."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO token_vectors (model, text_hash, n_tokens, dim, vectors) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (model, h, int(m.shape[0]), int(m.shape[1]), np.asarray(m, dtype="<f2").tobytes())
+                for h, m in zip(hashes, matrices, strict=True)
+            ],
+        )
+
+    def token_vectors_after(
+        self, model: str, after: int, batch: int = 5_000
+    ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+        """(labels, float16 token matrices) of passages with label > `after`, in label order, in batches."""
+        while True:
+            rows = self.conn.execute(
+                "SELECT d.label, t.n_tokens, t.dim, t.vectors FROM documents d LEFT JOIN token_vectors t "
+                "ON t.model = ? AND t.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?",
+                (model, after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            missing = [r[0] for r in rows if r[3] is None]
+            if missing:
+                raise CollectionError(
+                    f"{self.path}: documents without token vectors for {model!r} (labels {missing[:5]})"
+                )
+            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            yield labels, [np.frombuffer(r[3], dtype="<f2").reshape(r[1], r[2]) for r in rows]
+            after = int(labels[-1])
 
     def put_sparse(
         self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]

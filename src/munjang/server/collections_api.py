@@ -190,7 +190,7 @@ class SearchRequest(BaseModel):
         default=None, description="A query image, base64 or a data: URI, for a CLIP collection."
     )
     top_k: StrictInt = Field(default=10, ge=1, le=1000)
-    mode: Literal["dense", "lexical", "sparse", "hybrid"] | None = Field(
+    mode: Literal["dense", "lexical", "sparse", "multi_vector", "hybrid", "m3"] | None = Field(
         default=None, description="Default: hybrid for a text query, dense for an image."
     )
     filter: dict[str, Any] | None = None
@@ -355,7 +355,8 @@ def add_collection_routes(
 
     @router.post("/collections/{name}/search", openapi_extra=body_schema(SearchRequest))
     async def search(name: str, request: Request) -> dict[str, Any]:
-        """Dense, BM25, sparse or hybrid search with an optional metadata filter and cross-encoder rerank."""
+        """Dense, BM25, sparse, multi-vector, hybrid or bge-m3 search with an optional metadata filter
+        and cross-encoder rerank."""
         target = named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         if (parsed.query is None) == (parsed.image is None):
@@ -368,7 +369,13 @@ def add_collection_routes(
         check_filter(parsed.filter)
         if parsed.mode == "sparse" and target.collection.sparse is None:
             raise APIError(400, f"collection {name!r} has no sparse retriever", "mode")
-        checked_weights(parsed.weights, target.collection.retrievers("hybrid"))
+        if parsed.mode == "multi_vector" and target.collection.multi_vector is None:
+            raise APIError(400, f"collection {name!r} has no multi_vector retriever", "mode")
+        if parsed.mode == "m3" and target.collection.m3 is None:
+            raise APIError(400, f"collection {name!r} is not a bge-m3 collection (m3_model)", "mode")
+        checked_weights(
+            parsed.weights, target.collection.retrievers("m3" if parsed.mode == "m3" else "hybrid")
+        )
         reranker = None
         if parsed.rerank:
             if not settings.rerankers:

@@ -42,6 +42,8 @@ def main() -> None:
     col.encoder.encode(["warm up"])
     if col.sparse is not None:  # a collection with a sparse retriever loads its model too
         col.sparse.encoder.encode_document(["warm up"])
+    if col.multi_vector is not None:  # and its multi-vector model
+        col.multi_vector.encoder.encode_document(["warm up"])
     col._tokenizer()("워밍업 문장")
     print("ready", flush=True)
     n = 0

@@ -1,0 +1,103 @@
+"""A collection's extra retrievers beside dense and BM25: sparse (SPLADE, `sparse_retriever.py`) and
+multi-vector (ColBERT, `multi_vector_retriever.py`), and bge-m3 giving both plus the dense vectors
+from one pass (`m3_pass.py`).
+
+Each is recorded in the collection's configuration under its search mode's name ("sparse",
+"multi_vector") and shares one small interface, so `Collection` handles them alike: at add time
+`missing` computes the vectors the store's cache lacks, `put` writes them in the passage's
+transaction; `search` ranks (its index caught up from the store by watermark), `problems` compares
+its index with the stored passages.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+import numpy as np
+
+from .m3_pass import OnePass, m3_setup, m3_views
+from .multi_vector_retriever import MultiVectorRetriever, multi_vector_setup
+from .sparse_retriever import SparseRetriever, sparse_setup
+
+# The extra retrievers in the order hybrid search (and its `weights`) takes them, after dense, lexical.
+EXTRAS = ("sparse", "multi_vector")
+
+
+class Retriever(Protocol):
+    """What a collection calls on an extra retriever."""
+
+    name: str
+    key: str
+
+    def missing(self, store: Any, hashes: Any, texts: Any) -> tuple[list[str], list[Any]]: ...
+
+    def put(self, store: Any, hashes: list[str], values: list[Any]) -> None: ...
+
+    def search(
+        self, store: Any, queries: Any, k: int, allowed: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]: ...
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
+
+
+def extras_config(
+    backend_kind: str,
+    device: str | None,
+    *,
+    sparse_model: str | os.PathLike[str] | None = None,
+    sparse_encoder: Any = None,
+    multi_vector_model: str | os.PathLike[str] | None = None,
+    multi_vector_encoder: Any = None,
+    m3_model: str | os.PathLike[str] | None = None,
+    m3_encoder: Any = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a new collection records for its extra retrievers, and the encoders already loaded (by
+    name: "sparse", "multi_vector", and for bge-m3 "m3", the one pass that also encodes dense)."""
+    config: dict[str, Any] = {}
+    encoders: dict[str, Any] = {}
+    if m3_model is not None or m3_encoder is not None:
+        if m3_model is None:
+            raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
+        if backend_kind != "embedded":
+            raise ValueError("a bge-m3 collection needs a folder collection; PostgreSQL ones have none yet")
+        if any(
+            x is not None for x in (sparse_model, sparse_encoder, multi_vector_model, multi_vector_encoder)
+        ):
+            raise ValueError("m3_model brings its own sparse and multi-vector retrievers; give no other")
+        encoders["m3"], config = m3_setup(m3_model, m3_encoder, device)
+        return config, encoders
+    if sparse_model is not None or sparse_encoder is not None:
+        encoders["sparse"], config["sparse"] = sparse_setup(
+            sparse_model, sparse_encoder, backend_kind, device
+        )
+    if multi_vector_model is not None or multi_vector_encoder is not None:
+        encoders["multi_vector"], config["multi_vector"] = multi_vector_setup(
+            multi_vector_model, multi_vector_encoder, backend_kind, device
+        )
+    return config, encoders
+
+
+def m3_pass(config: dict[str, Any], encoders: dict[str, Any], device: str | None) -> OnePass | None:
+    """The one-pass bge-m3 encoder of a collection created with `m3_model` (None for others); it
+    fills in `encoders` with its dense, sparse and multi-vector views where none was given."""
+    if "m3" not in config:
+        return None
+    given = encoders.get("m3")
+    one_pass = given if isinstance(given, OnePass) else OnePass(str(config["m3"]["model"]), device, given)
+    for name, view in m3_views(one_pass).items():
+        if encoders.get(name) is None:
+            encoders[name] = view
+    return one_pass
+
+
+def open_extras(
+    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None
+) -> dict[str, Retriever]:
+    """The collection's extra retrievers, by mode name, in hybrid's order."""
+    kinds: dict[str, Any] = {"sparse": SparseRetriever, "multi_vector": MultiVectorRetriever}
+    return {
+        name: kinds[name](config[name], store, encoders.get(name), device)
+        for name in EXTRAS
+        if config.get(name)
+    }
