@@ -18,7 +18,12 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 import munjang
-from munjang.losses import LOSSES, CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+from munjang.losses import (
+    LOSSES,
+    CachedMultipleNegativesRankingLoss,
+    MatryoshkaLoss,
+    MultipleNegativesRankingLoss,
+)
 from munjang.losses.gradient_cache import minibatch_features, minibatch_ranges
 from munjang.training import Example, Trainer, TrainingArguments
 from tests.helpers.loss_parity import (
@@ -192,5 +197,7 @@ def test_registered_and_checked(folder: Path) -> None:
         CachedMultipleNegativesRankingLoss(model, mini_batch_size=0)
     with pytest.raises(ValueError, match="columns"):
         CachedMultipleNegativesRankingLoss(model)([model.tokenize(ANCHORS)], None)
+    with pytest.raises(ValueError, match="its own way"):
+        MatryoshkaLoss(model, CachedMultipleNegativesRankingLoss(model), [16, 8])
     config = CachedMultipleNegativesRankingLoss(model, mini_batch_size=5).get_config_dict()
     assert config["mini_batch_size"] == 5 and config["scale"] == 20.0

@@ -15,7 +15,13 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 import munjang
-from munjang.losses import LOSSES, CachedGISTEmbedLoss, GISTEmbedLoss, MultipleNegativesRankingLoss
+from munjang.losses import (
+    LOSSES,
+    CachedGISTEmbedLoss,
+    GISTEmbedLoss,
+    MatryoshkaLoss,
+    MultipleNegativesRankingLoss,
+)
 from munjang.training import Example, Trainer, TrainingArguments
 from tests.helpers.loss_parity import (
     ANCHORS,
@@ -166,3 +172,30 @@ def test_registered_and_checked(folders: dict[str, Path]) -> None:
         CachedGISTEmbedLoss(model, model, mini_batch_size=0)
     with pytest.raises(ValueError, match="columns"):
         GISTEmbedLoss(model, model)([model.tokenize(ANCHORS)], None)
+    for loss in (GISTEmbedLoss(model, model), CachedGISTEmbedLoss(model, model)):
+        with pytest.raises(ValueError, match="its own way"):
+            MatryoshkaLoss(model, loss, [16, 8])
+
+
+def test_a_training_config_names_the_cached_losses(folders: dict[str, Path], tmp_path: Path) -> None:
+    from munjang.training.config import ConfigError, build, load_config
+    from tests.training.test_config import write_config, write_nli
+
+    write_nli(tmp_path / "data" / "nli.tsv", 8)
+    task = {"name": "nli", "data": {"path": "data/nli.tsv", "format": "nli-triplets"}}
+    config = {"model": str(folders["model"]), "device": "cpu", "output_dir": "out",
+              "training": {"epochs": 1, "batch_size": 8, "show_progress_bar": False}}  # fmt: skip
+    losses = {
+        "cached_mnrl": {"name": "cached_mnrl", "mini_batch_size": 2, "scale": 10},
+        "cached_gist": {"name": "cached_gist", "guide": str(folders["same"]), "mini_batch_size": 4},
+        "gist": {"name": "gist", "guide": str(folders["same"]), "margin_strategy": "relative"},
+    }
+    for name, loss in losses.items():
+        trainer, _ = build(load_config(write_config(tmp_path, {**config, "tasks": [{**task, "loss": loss}]})))
+        built = trainer.losses["nli"]
+        assert built is not None and type(built) is LOSSES[name]
+        assert {k: v for k, v in built.get_config_dict().items() if k in loss} == {
+            k: v for k, v in loss.items() if k != "name"
+        }
+    with pytest.raises(ConfigError, match="guide: missing"):
+        load_config(write_config(tmp_path, {**config, "tasks": [{**task, "loss": {"name": "gist"}}]}))
