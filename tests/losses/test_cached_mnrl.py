@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -201,3 +201,20 @@ def test_registered_and_checked(folder: Path) -> None:
         MatryoshkaLoss(model, CachedMultipleNegativesRankingLoss(model), [16, 8])
     config = CachedMultipleNegativesRankingLoss(model, mini_batch_size=5).get_config_dict()
     assert config["mini_batch_size"] == 5 and config["scale"] == 20.0
+
+
+def test_refuses_several_processes_and_static_models(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from munjang.losses import gradient_cache
+
+    model = _encoder(folder)
+    loss = CachedMultipleNegativesRankingLoss(model, mini_batch_size=2)
+    features = [model.tokenize(c) for c in (ANCHORS, POSITIVES)]
+    monkeypatch.setattr(gradient_cache, "rank_and_world", lambda: (0, 2))
+    with pytest.raises(ValueError, match="one process"):
+        loss(features, None)
+    with torch.no_grad():  # evaluation replays nothing, so it may run anywhere
+        assert loss(features, None).item() > 0
+    with pytest.raises(ValueError, match="static model"):
+        gradient_cache.check_model(cast(Any, SimpleNamespace(static=object())), "CachedX", 4)
