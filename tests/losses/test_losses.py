@@ -423,6 +423,9 @@ def test_registry() -> None:
         "mnrl",
         "mse",
         "matryoshka",
+        "cached_mnrl",
+        "gist",
+        "cached_gist",
     }
     assert LOSSES["mnrl"] is MultipleNegativesRankingLoss
     assert all(issubclass(cls, SentenceLoss) for cls in LOSSES.values())

@@ -20,20 +20,8 @@ from typing import Any
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
-from transformers import AutoModel, AutoTokenizer, BertConfig
-
-try:  # sentence-transformers >= 6 moved the module; older releases only have the second path
-    from sentence_transformers.sentence_transformer import losses as st_losses
-except ImportError:  # pragma: no cover
-    from sentence_transformers import losses as st_losses
-
-try:  # sentence-transformers >= 6 may merge the columns into one padded forward pass
-    from sentence_transformers.base.losses.merged_forward import column_merging_disabled
-except ImportError:  # pragma: no cover
-    from contextlib import nullcontext as column_merging_disabled
 
 import munjang
-from munjang.hub import embedded_default_path
 from munjang.losses import (
     AnglELoss,
     ContrastiveLoss,
@@ -46,55 +34,24 @@ from munjang.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
-
-TOLERANCE = 1e-5
-
-ANCHORS = [
-    "한 남자가 기타를 치고 있다.",
-    "A man is playing a guitar.",
-    "오늘은 날씨가 맑고 따뜻해서 공원에 산책을 나온 사람들이 많았다.",
-    "고양이",
-    "The quick brown fox jumps over the lazy dog near the river bank.",
-    "아이들이 운동장에서 축구를 한다.",
-]
-POSITIVES = [
-    "남자가 악기를 연주한다.",
-    "Someone plays an instrument.",
-    "맑은 날 공원에 사람이 많다.",
-    "고양이 한 마리가 소파 위에서 자고 있다.",
-    "A fox jumps over a dog.",
-    "Children are playing football.",
-]
-NEGATIVES = [
-    "여자가 요리를 하고 있다.",
-    "The stock market fell sharply today.",
-    "비가 와서 모두 집에 있었다.",
-    "A car is parked on the street.",
-    "주식 시장이 폭락했다.",
-    "노인이 책을 읽는다.",
-]
+from tests.helpers.loss_parity import (
+    ANCHORS,
+    NEGATIVES,
+    POSITIVES,
+    TOLERANCE,
+    assert_same_gradients,
+    column_merging_disabled,
+    gradients,
+    st_losses,
+    tiny_parity_bert,
+)
+from tests.helpers.loss_parity import st_features as _st_features
 
 
 @pytest.fixture(scope="module")
 def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A seeded 2-layer, 32-dim BERT with the embedded model's tokenizer, dropout off."""
-    tokenizer = AutoTokenizer.from_pretrained(str(embedded_default_path()))
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    torch.manual_seed(0)
-    model = AutoModel.from_config(config)
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    model.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    return folder
+    return tiny_parity_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture
@@ -105,11 +62,6 @@ def models(tiny_model_path: Path) -> tuple[munjang.SentenceEncoder, SentenceTran
     ours.eval()
     ref.eval()
     return ours, ref
-
-
-def _st_features(model: SentenceTransformer, texts: Sequence[str]) -> dict[str, Any]:
-    preprocess = getattr(model, "preprocess", None) or model.tokenize
-    return preprocess(list(texts))
 
 
 def _compare(
@@ -132,19 +84,7 @@ def _compare(
     ours_value.backward()
     ref_value.backward()
 
-    ours_params = dict(ours[0].auto_model.named_parameters())
-    ref_params = dict(ref[0].auto_model.named_parameters())
-    assert ours_params.keys() == ref_params.keys()
-    compared = 0
-    for name, param in ours_params.items():
-        other = ref_params[name]
-        if param.grad is None or other.grad is None:
-            assert param.grad is None and other.grad is None, name
-            continue
-        diff = (param.grad - other.grad).abs().max().item()
-        assert diff <= TOLERANCE, f"{name}: gradients differ by {diff}"
-        compared += 1
-    assert compared >= 10  # the embeddings and both layers received gradients
+    assert_same_gradients(gradients(ours[0].auto_model), gradients(ref[0].auto_model))
 
 
 def _pair_labels() -> torch.Tensor:

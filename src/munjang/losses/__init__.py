@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from .angle import AnglELoss, pairwise_angle_similarity
 from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed
+from .cached_gist_embed import CachedGISTEmbedLoss
+from .cached_multiple_negatives_ranking import CachedMultipleNegativesRankingLoss
 from .contrastive import ContrastiveLoss
 from .cosent import CoSENTLoss
 from .cosine_similarity import CosineSimilarityLoss
 from .denoising_auto_encoder import DenoisingAutoEncoderLoss
+from .gist_embed import GISTEmbedLoss
 from .masked_language_modeling import MaskedLanguageModelingLoss
 from .matryoshka import MatryoshkaLoss
 from .mse import MSELoss
@@ -33,16 +36,22 @@ LOSSES: dict[str, type[SentenceLoss]] = {
     "mnrl": MultipleNegativesRankingLoss,
     "mse": MSELoss,
     "matryoshka": MatryoshkaLoss,
+    "cached_mnrl": CachedMultipleNegativesRankingLoss,
+    "gist": GISTEmbedLoss,
+    "cached_gist": CachedGISTEmbedLoss,
 }
 
 __all__ = [
     "DISTANCE_METRICS",
     "LOSSES",
     "AnglELoss",
+    "CachedGISTEmbedLoss",
+    "CachedMultipleNegativesRankingLoss",
     "CoSENTLoss",
     "ContrastiveLoss",
     "CosineSimilarityLoss",
     "DenoisingAutoEncoderLoss",
+    "GISTEmbedLoss",
     "MSELoss",
     "MaskedLanguageModelingLoss",
     "MatryoshkaLoss",

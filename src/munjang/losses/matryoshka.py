@@ -53,6 +53,11 @@ class MatryoshkaLoss(SentenceLoss):
                 f"MatryoshkaLoss cannot wrap {type(loss).__name__}: it needs a munjang embedding loss "
                 "(not SoftmaxLoss, whose classifier expects full-size embeddings, nor another MatryoshkaLoss)"
             )
+        if type(loss).forward is not SentenceLoss.forward:  # embeds its own way (cached, guided, decoder)
+            raise ValueError(
+                f"MatryoshkaLoss cannot wrap {type(loss).__name__}: it embeds the batch its own way, "
+                "so its loss cannot be recomputed on truncated embeddings"
+            )
         if loss.model is not model:
             raise ValueError("MatryoshkaLoss and the loss it wraps must train the same model")
         if not matryoshka_dims:
