@@ -3,7 +3,7 @@ MaxSim and the PLAID path), memory per document, and quality beside dense and hy
 
 For each set, a sub-corpus (every document relevant to a seeded sample of queries, plus seeded
 distractors) goes into a fresh folder collection with multilingual-e5-small as its dense model and a
-ColBERT (default: bench/korean_colbert.py's 30-step Korean ColBERT) as its multi-vector model. Then:
+ColBERT (default: the Korean ColBERT `bench/korean_colbert.py train` writes) as its multi-vector model. Then:
 
 - add: seconds for `Collection.add` (dense vectors, token matrices and BM25 tokens, one transaction
   per 1,000 documents);
@@ -41,7 +41,8 @@ DENSE = "multilingual-e5-small"
 
 
 def default_colbert() -> Path:
-    return cache_root() / "bench" / "korean-colbert-e5-small-30steps"
+    """bench/korean_colbert.py's trained model (run `python bench/korean_colbert.py train` first)."""
+    return cache_root() / "bench" / "korean-colbert-e5-small"
 
 
 def sample(data: Any, queries: int, corpus: int) -> tuple[list[str], list[str], dict[str, set[str]]]:
