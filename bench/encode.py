@@ -1,6 +1,11 @@
 """Encoding speed and accuracy: munjang's backends against every sentence-transformers backend that
 runs here, on the same model and corpus, in one run.
 
+"munjang default" is `load_encoder(model)` with no backend or precision, as a user calls it: the
+configuration munjang measured to be fastest at fp32 accuracy on this machine (its load time includes
+that measurement unless it was cached); the summary compares it with sentence-transformers torch fp32
+and with sentence-transformers' fastest system at equal accuracy (cosine to fp32 >= 0.999).
+
 Each system runs in its own worker process (`bench/encode_worker.py`), loaded and warmed up first;
 then the corpus is encoded by each system in turn, round after round (the starting system rotates),
 so machine noise hits every system alike. Per system:
@@ -48,6 +53,8 @@ from common import REPO, load_corpus, print_environment, shared_data_dir, write_
 WORKER = Path(__file__).resolve().parent / "encode_worker.py"
 REFERENCE = "munjang torch fp32"
 BASELINE = "st torch fp32"
+# load_encoder(model) with no backend options: the configuration "auto" measures and caches
+DEFAULT = "munjang default"
 ST_ONNX_REASON = (
     "sentence-transformers 6.2's ONNX backend needs optimum-onnx, which requires transformers<4.58 "
     "while sentence-transformers 6.2 requires transformers>=5: not installable together"
@@ -64,6 +71,7 @@ class System:
     proc: subprocess.Popen[str] | None = None
     error: str | None = None
     load_s: float | None = None
+    configuration: str = ""
     times: list[float] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
     sts_path: str | None = None
@@ -154,6 +162,7 @@ def systems(args: argparse.Namespace) -> list[System]:
         ]
         return _subset(table, args.systems)
     table = [
+        System(DEFAULT, "munjang", "auto", "auto", here),
         System("munjang torch fp32", "munjang", "torch", "fp32", here),
         System("munjang torch bf16", "munjang", "torch", "bf16", here),
         System("munjang onnx fp32", "munjang", "onnx", "fp32", here),
@@ -162,6 +171,7 @@ def systems(args: argparse.Namespace) -> list[System]:
         System("munjang openvino bf16", "munjang", "openvino", "bf16", here),
         System("munjang openvino int8", "munjang", "openvino", "int8", here),
         System("st torch fp32", "st", "torch", "fp32", here),
+        System("st torch bf16", "st", "torch", "bf16", here),
         System("st onnx fp32", "st", "onnx", "fp32", peers, error=ST_ONNX_REASON),
         System("st onnx int8", "st", "onnx", "int8", peers, error=ST_ONNX_REASON),
         System("st openvino fp32", "st", "openvino", "fp32", peers),
@@ -181,7 +191,7 @@ def _subset(table: list[System], systems: str | None) -> list[System]:
     unknown = wanted - {s.name for s in table}
     if unknown:
         raise SystemExit(f"unknown systems {sorted(unknown)}; known: {[s.name for s in table]}")
-    return [s for s in table if s.name in wanted or s.name in (REFERENCE, BASELINE)]
+    return [s for s in table if s.name in wanted or s.name in (REFERENCE, BASELINE, DEFAULT)]
 
 
 def start(system: System, args: argparse.Namespace, model: str, task: Path, out: Path) -> None:
@@ -197,7 +207,8 @@ def start(system: System, args: argparse.Namespace, model: str, task: Path, out:
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
-        system.load_s = system.read()["load_s"]
+        ready = system.read()
+        system.load_s, system.configuration = ready["load_s"], ready.get("configuration", "")
     except RuntimeError as e:
         system.error, system.proc = str(e), None
 
@@ -250,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
             start(s, args, model, task, work)
         print(
             f"  {s.name:<24} "
-            + (f"ready ({s.load_s:.1f} s)" if s.error is None else f"UNAVAILABLE: {s.error}")
+            + (
+                f"ready ({s.load_s:.1f} s, runs {s.configuration})"
+                if s.error is None
+                else f"UNAVAILABLE: {s.error}"
+            )
         )
     running = [s for s in table if s.error is None]
     for r in range(args.repeats):
@@ -290,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         rho = spearman(np.load(s.sts_path), pairs, gold)  # type: ignore[arg-type]
         results[s.name] = {
             "available": True,
+            "configuration": s.configuration,
             "load_s": s.load_s,
             "times_s": [round(t, 4) for t in s.times],
             "sentences_per_s_median": round(len(corpus) / statistics.median(s.times), 1),
@@ -388,6 +404,23 @@ def acceptance(results: dict[str, Any]) -> dict[str, Any]:
         lines.append(
             f"p50 latency: {best} {ours[best]['latency_ms_p50']:.2f} ms "
             f"vs ST torch {ok[BASELINE]['latency_ms_p50']:.2f} ms"
+        )
+    if DEFAULT in ok and BASELINE in ok:
+        default = ok[DEFAULT]
+        equal = {k: v for k, v in peers.items() if v["cosine_to_munjang_fp32_mean"] >= 0.999}
+        peer = max(equal, key=lambda k: equal[k]["sentences_per_s_median"])
+        ratio = default["sentences_per_s_median"] / equal[peer]["sentences_per_s_median"]
+        out["default_vs_st"] = {
+            "configuration": default["configuration"],
+            "ratio_to_st_torch_fp32": default["ratio_to_st_torch_fp32"],
+            "cosine_mean": default["cosine_to_munjang_fp32_mean"],
+            "st_fastest_at_equal_accuracy": peer,
+            "ratio_to_st_fastest": round(ratio, 3),
+        }
+        lines.append(
+            f"default ({default['configuration']}, cosine {default['cosine_to_munjang_fp32_mean']:.6f}): "
+            f"{default['ratio_to_st_torch_fp32']:.2f}x ST torch fp32, {ratio:.2f}x ST's fastest at equal "
+            f"accuracy ({peer}, cosine >= 0.999)"
         )
     out["lines"] = lines
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -29,8 +30,8 @@ import numpy as np
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--system", choices=("munjang", "st"), required=True)
-    p.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch")
-    p.add_argument("--precision", choices=("fp32", "fp16", "bf16", "int8"), default="fp32")
+    p.add_argument("--backend", choices=("auto", "torch", "onnx", "openvino"), default="torch")
+    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16", "int8"), default="fp32")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--model", required=True)
     p.add_argument("--task", required=True, help="JSON with corpus, latency, sts and calibration sentences")
@@ -72,15 +73,20 @@ class Runner:
 
             if args.threads:
                 torch.set_num_threads(args.threads)
-            options = {"threads": args.threads} if args.backend != "torch" and args.threads else {}
-            self.enc = munjang.load_encoder(
-                args.model,
-                device=args.device,
-                backend=args.backend,
-                precision=args.precision,
-                backend_options=options,
-            )
+            if args.backend == "auto":  # what a user gets: load_encoder with no backend options
+                os.environ.pop("MUNJANG_BACKEND", None)
+                self.enc = munjang.load_encoder(args.model, device=args.device, threads=args.threads)
+            else:
+                options = {"threads": args.threads} if args.backend != "torch" and args.threads else {}
+                self.enc = munjang.load_encoder(
+                    args.model,
+                    device=args.device,
+                    backend=args.backend,
+                    precision=args.precision,
+                    backend_options=options,
+                )
             self.enc.warmup()
+            self.configuration = " ".join(self.enc.configuration())
         else:
             import torch
             from sentence_transformers import SentenceTransformer
@@ -122,7 +128,9 @@ def main() -> int:
     out = Path(args.out)
     start = time.perf_counter()
     runner = Runner(args, task)
-    print(json.dumps({"ready": True, "load_s": round(time.perf_counter() - start, 3)}), flush=True)
+    ready = {"ready": True, "load_s": round(time.perf_counter() - start, 3)}
+    ready["configuration"] = getattr(runner, "configuration", f"{args.backend} {args.precision}")
+    print(json.dumps(ready), flush=True)
     saved = False
     for line in sys.stdin:
         cmd = json.loads(line)["cmd"]

@@ -10,6 +10,10 @@ import pytest
 
 from tests.helpers.paths import shared_dir
 
+# The suite checks encoders against their references at float32 rounding, so models load on torch
+# fp32 here; the automatic choice that users get by default has its own tests, which clear this.
+os.environ["MUNJANG_BACKEND"] = "torch:fp32"
+
 
 def cache_dir() -> Path:
     return Path(os.environ.get("MUNJANG_CACHE", Path.home() / ".cache" / "munjang"))

@@ -21,7 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
     "version", "errors", "paths", "atomic", "extras", "images", "devices", "bundled",
-    "similarity", "models", "hub", "modules", "formats", "inference", "encoder", "m3_encoder", "m3_views",
+    "similarity", "models", "hub", "modules", "formats", "inference", "encoder_backend", "encoder",
+    "m3_encoder", "m3_views",
     "encode_pool", "remote", "embedder",
     "sparse_encoder",
     "multi_vector",

@@ -98,8 +98,8 @@ def encode(
     normalize: Annotated[bool, typer.Option(help="L2-normalize the vectors.")] = False,
     truncate_dim: Annotated[int | None, typer.Option(help="Keep the first N dimensions.")] = None,
     device: DeviceOption = None,
-    backend: BackendOption = "torch",
-    precision: PrecisionOption = "fp32",
+    backend: BackendOption = None,
+    precision: PrecisionOption = None,
     threads: ThreadsOption = None,
     processes: Annotated[
         int | None, typer.Option(min=1, help="Encode in N worker processes (each with --threads threads).")
@@ -125,7 +125,8 @@ def encode(
         str, typer.Option(help="Id field or column (with --ray; default <file>:<line>).")
     ] = "id",
 ) -> None:
-    """Encode sentences into vectors (`--precision auto`: bf16 where the hardware runs it fast).
+    """Encode sentences into vectors (on the fastest configuration that keeps fp32 accuracy here,
+    measured once per model and machine, unless --backend / --precision say otherwise).
 
     With --ray: many files into parquet shards with ids on a Ray actor pool; a rerun finishes what an
     interrupted one left.
@@ -466,11 +467,23 @@ def info(
     elif is_cross_encoder_folder(folder := resolve_model_path(model)):
         details = _load_cross_encoder(str(folder), "cpu").describe()
     else:
-        details = _load(model, "cpu").describe()
+        encoder = _load(model, "cpu")
+        details = encoder.info() if hasattr(encoder, "info") else encoder.describe()
     if as_json:
         typer.echo(json.dumps(details, indent=2, ensure_ascii=False))
         return
     for key, value in details.items():
+        if key == "chosen_by" and isinstance(value, dict):
+            bar = value["bar"]
+            typer.echo(
+                f"{key:<20} {value['chosen_by']} {value['measured_at']}: the fastest with cosine to "
+                f"fp32 >= {bar['mean_cosine']} (mean), >= {bar['min_cosine']} (min)"
+            )
+            for t in value["trials"]:
+                speed = "-" if t["sentences_per_s"] is None else f"{t['sentences_per_s']:,.0f}/s"
+                accuracy = t["error"] or f"cosine mean {t['mean_cosine']:.6f} min {t['min_cosine']:.5f}"
+                typer.echo(f"{'':<20}   {t['backend'] + ' ' + t['precision']:<15} {speed:>9}  {accuracy}")
+            continue
         typer.echo(f"{key:<20} {value}")
 
 

@@ -51,7 +51,7 @@ def adapt(
     sentences = corpus_sentences(texts) if split_sentences else [t for t in texts if t.strip()]
     if not sentences:
         raise ValueError(f"{corpus}: no text to adapt on")
-    encoder = load_encoder(model, device=device)
+    encoder = load_encoder(model, device=device, precision="fp32")  # trained: exact, on live weights
     typer.echo(f"{method}: {len(sentences):,} sentences from {corpus}; output {output}", err=True)
     try:
         summary = run_adapt(

@@ -34,8 +34,15 @@ FormatOption = Annotated[str, typer.Option("--format", help="auto, txt, jsonl, c
 QueryOption = Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")]
 TopKOption = Annotated[int, typer.Option("--top-k", "-k", min=1, help="Results per query.")]
 JsonLinesOption = Annotated[bool, typer.Option("--json", help="Print the results as JSON lines.")]
-BackendOption = Annotated[str, typer.Option(help="torch, onnx or openvino.")]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        help="auto (the default: the fastest configuration measured to keep fp32 accuracy here), "
+        "torch, onnx or openvino."
+    ),
+]
 PrecisionOption = Annotated[
-    str, typer.Option(help="fp32, bf16, fp16, int8, or auto (bf16 where the hardware runs it fast).")
+    str | None,
+    typer.Option(help="fp32 (exact, on torch without --backend), bf16, fp16, int8, or auto (the default)."),
 ]
 ThreadsOption = Annotated[int | None, typer.Option(min=1, help="Threads for the model (default: all cores).")]

@@ -80,8 +80,8 @@ def serve(
         typer.Option(help="Also serve browser requests from this origin, e.g. https://app.example (repeat)."),
     ] = None,
     device: DeviceOption = None,
-    backend: BackendOption = "torch",
-    precision: PrecisionOption = "fp32",
+    backend: BackendOption = None,
+    precision: PrecisionOption = None,
     threads: ThreadsOption = None,
     max_inputs: Annotated[int, typer.Option(min=1, help="Most inputs in one request.")] = 2048,
     max_queued_tokens: Annotated[

@@ -40,7 +40,11 @@ class Embedder(Protocol):
 
 
 # load_encoder's options with the values that leave a remote model as it is.
-LOCAL_DEFAULTS: dict[str, Any] = {"backend": "torch", "precision": "fp32", "threads": None}
+LOCAL_DEFAULTS: dict[str, tuple[Any, ...]] = {
+    "backend": (None, "auto"),
+    "precision": (None, "auto"),
+    "threads": (None,),
+}
 
 
 def load_embedder(
@@ -55,7 +59,7 @@ def load_embedder(
         from .remote import RemoteEncoder
 
         for key, value in options.items():
-            if LOCAL_DEFAULTS.get(key, object()) != value:
+            if value not in LOCAL_DEFAULTS.get(key, ()):
                 raise ValueError(f"{key}={value!r} does not apply to a remote model ({name_or_path})")
         return RemoteEncoder(str(name_or_path))
     from .encoder import load_encoder

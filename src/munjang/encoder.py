@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from . import similarity as sim
 from .devices import resolve_device
+from .encoder_backend import BackendSelection, normalized
 from .formats import (
     SIMILARITY_FUNCTIONS,
     EncoderSettings,
@@ -25,11 +26,9 @@ from .formats import (
 )
 from .hub import resolve_model_path
 from .images import is_image_input
-from .inference.backends import build_backend, resolve_backend
 from .inference.base import TokenBackend, map_token_embeddings
 from .inference.batching import Chunk, prepared_chunks, token_budget_batches
 from .inference.hardware import torch_threads
-from .inference.weights_state import optimizer_generation, weights_state
 from .inference.whole_inputs import encode_whole
 from .modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Transformer
 from .modules.clip import CLIPModel
@@ -45,7 +44,7 @@ TOKENIZE_CHUNK = 4096
 OutputValue = Literal["sentence_embedding", "token_embeddings"]
 
 
-class SentenceEncoder(nn.Sequential):
+class SentenceEncoder(BackendSelection, nn.Sequential):
     """Transformer + pooling (+ dense, normalize): one vector per sentence. A static model
     (StaticEmbedding first, no pooling) encodes on torch only; transformer-only calls raise for it.
 
@@ -75,12 +74,7 @@ class SentenceEncoder(nn.Sequential):
         self.similarity_fn_name = similarity_fn_name
         self._device_lock = threading.Lock()
         self.model_folder: Path | None = None
-        self.backend_name, self.precision = "torch", "fp32"
-        self.backend_options: dict[str, Any] = {}
-        # (backend, precision, device, options) -> the backend built for them, and the optimizer
-        # generation and weights state it was built under (exported graphs hold a copy of the weights)
-        self._backends: dict[tuple[Any, ...], TokenBackend] = {}
-        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
+        self._init_backends()
         self._prompt_lengths: dict[str, int] = {}
         self.to(resolve_device(device))
         self.eval()
@@ -230,61 +224,6 @@ class SentenceEncoder(nn.Sequential):
             ids = self.transformer.tokenize([prompt])["input_ids"][0]
             self._prompt_lengths[prompt] = len(ids) - 1  # without the closing special token
         return self._prompt_lengths[prompt]
-
-    # -- backends ------------------------------------------------------------------------------
-    def set_backend(self, backend: str = "torch", precision: str = "fp32", **options: Any) -> None:
-        """Choose what `encode` runs on by default: `backend` torch | onnx | openvino and
-        `precision` fp32 | bf16 | fp16 | int8 | auto (see `munjang.inference`). `options` go to the
-        backend (onnx/openvino: `threads`, `optimize`; torch: `lean`)."""
-        backend, precision = resolve_backend(backend, precision, self.device)
-        self._check_static_backend(backend)
-        self.backend_name, self.precision, self.backend_options = backend, precision, dict(options)
-
-    def backend(self, backend: str | None = None, precision: str | None = None) -> TokenBackend:
-        """The backend object for (backend, precision), built on first use and cached (exported
-        ONNX/OpenVINO artefacts are also cached on disk beside the model).
-
-        An exported backend holds a copy of the weights, so it is rebuilt once an optimizer has
-        changed them (training in this process); the torch backend reads the live weights itself."""
-        name, prec = resolve_backend(backend or self.backend_name, precision or self.precision, self.device)
-        self._check_static_backend(name)
-        key = (name, prec, self.device, tuple(sorted(self.backend_options.items())))
-        found = self._backends.get(key)
-        if found is not None and name != "torch" and self._trained_since(key):
-            found = None
-        if found is None:
-            found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
-            self._backends[key] = found
-            self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
-        return found
-
-    def _check_static_backend(self, backend: str) -> None:
-        if not isinstance(self[0], Transformer) and backend != "torch":
-            raise ValueError(f"a {type(self[0]).__name__} model runs on torch only, not {backend!r}")
-
-    def _weights(self) -> list[torch.Tensor]:
-        return list(self.transformer.parameters())
-
-    def _trained_since(self, key: tuple[Any, ...]) -> bool:
-        """Whether an optimizer changed the weights since the backend under `key` was built."""
-        generation, state = self._built_under[key]
-        now = optimizer_generation()
-        if now == generation:
-            return False
-        if weights_state(self._weights()) != state:
-            return True
-        self._built_under[key] = (now, state)  # another model was trained; this one is unchanged
-        return False
-
-    def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
-        """Run a few inputs of different lengths through the chosen backend so the first real call
-        pays no set-up (weight casts, kernel selection): call once before serving traffic. The
-        one-row batches also build a pipelined backend's throughput model (OpenVINO's streams)."""
-        words = ["warm", "up", "the", "sentence", "encoder", "before", "the", "first", "request", "arrives"]
-        texts = [" ".join(words[: 1 + i % len(words)] * (1 + i // 4)) for i in range(8)]
-        self.encode(texts, backend=backend, precision=precision, show_progress_bar=False)
-        self.encode(texts, backend=backend, precision=precision, batch_size=1, show_progress_bar=False)
-        self.encode(texts[0], backend=backend, precision=precision)
 
     @torch.inference_mode()
     def encode(
@@ -541,8 +480,8 @@ def load_encoder(
     max_seq_length: int | None = None,
     model_kwargs: dict[str, Any] | None = None,
     tokenizer_kwargs: dict[str, Any] | None = None,
-    backend: str = "torch",
-    precision: str = "fp32",
+    backend: str | None = None,
+    precision: str | None = None,
     backend_options: dict[str, Any] | None = None,
     threads: int | None = None,
 ) -> SentenceEncoder:
@@ -555,15 +494,17 @@ def load_encoder(
 
     `pooling` overrides the folder's pooling modes (e.g. "cls", ["mean", "max"], "cls+mean+max").
     `trust_remote_code` stays off unless asked: custom model code from a model folder never runs by default.
-    `backend` / `precision` pick what `encode` runs on (`SentenceEncoder.set_backend`); fp32 on torch,
-    the default, matches sentence-transformers to float rounding. `threads` caps the threads the
-    model uses (torch's setting is process-wide; ONNX/OpenVINO sessions take it too).
+    `backend` / `precision` pick what `encode` runs on (`SentenceEncoder.set_backend`). By default
+    "auto": the fastest configuration measured to keep fp32 accuracy on this machine (cosine to fp32
+    >= 0.9999 on average; see `munjang.inference.autotune`); `precision="fp32"` runs torch fp32, which
+    matches sentence-transformers to float rounding. `threads` caps the threads the model uses
+    (torch's setting is process-wide; ONNX/OpenVINO sessions take it too).
     """
     if threads is not None:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, not {threads}")
         torch.set_num_threads(threads)
-        if backend != "torch":
+        if normalized(backend, precision)[0] != "torch":
             backend_options = {"threads": threads, **(backend_options or {})}
     folder = resolve_model_path(
         name_or_path,

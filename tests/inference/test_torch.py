@@ -19,6 +19,7 @@ from transformers import (
 
 import munjang
 from munjang import encoder as encoder_module
+from munjang import encoder_backend as backend_module
 from munjang.errors import InputTooLongError
 from munjang.inference import hardware
 from munjang.inference.batching import padding_fraction, prepared_chunks, token_budget_batches
@@ -233,7 +234,7 @@ def test_exported_backends_are_rebuilt_only_after_their_weights_were_stepped(min
         built.append(name)
         return object()
 
-    monkeypatch.setattr(encoder_module, "build_backend", fake_build)
+    monkeypatch.setattr(backend_module, "build_backend", fake_build)
     enc = munjang.load_encoder(minilm_path, device="cpu")
     other = torch.nn.Linear(2, 2)
     first = enc.backend("onnx", "fp32")
@@ -298,7 +299,7 @@ def test_backend_choice_is_validated(encoder):
 
 def test_auto_precision_follows_the_cpu(monkeypatch, minilm_path):
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
-    enc = munjang.load_encoder(minilm_path, device="cpu", precision="auto")
+    enc = munjang.load_encoder(minilm_path, device="cpu", backend="torch", precision="auto")
     assert enc.precision == "bf16"
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
     enc.set_backend("torch", "auto")

@@ -152,7 +152,7 @@ def test_dimensions_option_and_bad_input(server, encoder):
 
 
 def test_load_embedder_picks_remote_by_name(server):
-    model = load_embedder(f"remote:{server}#{MODEL}", device="cpu", backend="torch")
+    model = load_embedder(f"remote:{server}#{MODEL}", device="cpu", backend="auto")
     assert isinstance(model, RemoteEncoder) and model.name == f"remote:{server}#{MODEL}"
     with pytest.raises(ValueError, match="backend='onnx' does not apply to a remote model"):
         load_embedder(f"remote:{server}#{MODEL}", backend="onnx")

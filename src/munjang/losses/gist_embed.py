@@ -86,7 +86,9 @@ class GISTEmbedLoss(SentenceLoss):
         if model.static is not None or model.clip is not None:
             raise ValueError(f"{type(self).__name__} trains a transformer text model")
         self.guide_name = guide if isinstance(guide, str) else str(guide.model_folder or type(guide).__name__)
-        loaded = load_encoder(guide, device=model.device) if isinstance(guide, str) else guide
+        loaded = (
+            load_encoder(guide, device=model.device, precision="fp32") if isinstance(guide, str) else guide
+        )
         # Kept out of the submodules: the trainer must neither optimise, checkpoint nor train() it.
         self.__dict__["guide"] = loaded
         self.temperature = temperature

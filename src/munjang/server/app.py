@@ -113,8 +113,9 @@ def start_model_processes(settings: ServerSettings) -> dict[str, list[EncoderPro
                 encoder.model_folder,
                 device=str(encoder.device),
                 threads=threads,
-                backend=encoder.backend_name,
-                precision=encoder.precision,
+                # what "auto" resolved to in this process (measured or cached): the workers run the same
+                backend=encoder.configuration()[0],
+                precision=encoder.configuration()[1],
                 backend_options=encoder.backend_options,
                 max_seq_length=encoder.max_seq_length,
             )

@@ -122,6 +122,7 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
             pooling=config.pooling,
             device=config.device,
             max_seq_length=config.max_seq_length,
+            precision="fp32",  # a model in training evaluates on its live weights, exactly
         )
     model.base_model = config.model.value  # named in the model card
     args = config.training_args()
