@@ -13,7 +13,10 @@ so machine noise hits every system alike. Per system:
   - single-sentence latency p50/p95 (each latency sentence encoded alone);
   - cosine of its corpus embeddings to munjang torch fp32 (mean and min);
   - Spearman of cosine similarity against the gold scores of the STS test set
-    (STSb test for English and mixed corpora, KorSTS test for Korean).
+    (STSb test for English and mixed corpora, KorSTS test for Korean);
+  - the share of the machine's GEMM peak at its precision that its throughput amounts to: the peaks
+    (fp32, bf16, int8) are measured in the same run before the workers start
+    (`bench/hardware_peaks.py`), with the corpus's token statistics and the model's FLOPs per token.
 
 sentence-transformers' OpenVINO backends need optimum-intel, whose pins conflict with munjang's
 transformers, so they run from a second environment made by `make bench-peers` (.venv-peers);
@@ -49,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, load_corpus, print_environment, shared_data_dir, write_result
+from hardware_peaks import flops_per_token, gemm_peaks, peak_fraction
 
 WORKER = Path(__file__).resolve().parent / "encode_worker.py"
 REFERENCE = "munjang torch fp32"
@@ -213,6 +217,26 @@ def start(system: System, args: argparse.Namespace, model: str, task: Path, out:
         system.error, system.proc = str(e), None
 
 
+def token_statistics(model: str, corpus: list[str], prompt: str) -> dict[str, Any]:
+    """Tokens per sentence (special tokens and the prompt included) with the model's own tokenizer."""
+    from transformers import AutoTokenizer
+
+    from munjang.hub import resolve_model_path
+
+    folder = resolve_model_path(model)
+    lengths = [
+        len(ids)
+        for ids in AutoTokenizer.from_pretrained(str(folder))([prompt + t for t in corpus])["input_ids"]
+    ]
+    return {
+        "folder": str(folder),
+        "mean": round(float(np.mean(lengths)), 2),
+        "median": int(np.median(lengths)),
+        "p95": int(np.percentile(lengths, 95)),
+        "max": int(max(lengths)),
+    }
+
+
 def spearman(vectors: np.ndarray, pairs: np.ndarray, gold: list[float]) -> float:
     from scipy.stats import spearmanr
 
@@ -254,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     table = systems(args)
     print(
         f"model {model}\ncorpus {len(corpus)} sentences ({args.lang}), {args.repeats} rounds, work dir {work}"
+    )
+    tokens = token_statistics(model, corpus, args.prompt)
+    peaks = gemm_peaks() if args.device == "cpu" else {}
+    flops = flops_per_token(tokens["folder"], tokens["mean"])
+    print(
+        f"tokens per sentence: mean {tokens['mean']:.1f}, median {tokens['median']}, max {tokens['max']}; "
+        f"{flops / 1e6:.1f} MFLOP per token; GEMM peaks (GFLOP/s on {peaks.get('threads', 0):.0f} threads): "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in peaks.items() if k != "threads")
     )
     for s in table:
         if s.error is None:
@@ -318,6 +350,14 @@ def main(argv: list[str] | None = None) -> int:
             "sts_spearman": round(rho, 2),
             "sts_spearman_delta": round(rho - ref_spearman, 2),
         }
+        precision = (s.configuration or f"{s.backend} {s.precision}").split()[-1]
+        if precision in peaks:
+            speed = results[s.name]["sentences_per_s_median"]
+            fraction = peak_fraction(speed, tokens["mean"], flops, peaks[precision])
+            results[s.name]["fraction_of_gemm_peak"] = {
+                "precision": precision,
+                "fraction": round(fraction, 3),
+            }
     print()
     columns = (
         ("sent/s", 8),
@@ -327,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         ("cos mean", 9),
         ("cos min", 8),
         ("STS", 6),
+        ("peak", 10),
     )
     header = f"{'system':<24} " + " ".join(f"{c:>{w}}" for c, w in columns)
     print(header)
@@ -338,7 +379,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<24} {r['sentences_per_s_median']:>8.1f} {r['ratio_to_st_torch_fp32']:>6.2f} "
             f"{r['latency_ms_p50']:>7.2f} {r['latency_ms_p95']:>7.2f} "
             f"{r['cosine_to_munjang_fp32_mean']:>9.6f} "
-            f"{r['cosine_to_munjang_fp32_min']:>8.5f} {r['sts_spearman']:>6.2f}"
+            f"{r['cosine_to_munjang_fp32_min']:>8.5f} {r['sts_spearman']:>6.2f} "
+            + (
+                f"{r['fraction_of_gemm_peak']['fraction']:>5.0%} {r['fraction_of_gemm_peak']['precision']}"
+                if "fraction_of_gemm_peak" in r
+                else ""
+            )
         )
     verdict = acceptance(results)
     for line in verdict["lines"]:
@@ -353,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
         "latency_calls": len(latency),
         "sts_set": "KorSTS test" if args.lang == "ko" else "STSb test",
         "sts_pairs": len(gold),
+        "tokens_per_sentence": {k: v for k, v in tokens.items() if k != "folder"},
+        "flops_per_token": flops,
+        "gemm_peaks_gflops": peaks,
         "order": "each round encodes the corpus once per system; the first system rotates",
         "results": results,
         "acceptance": {k: v for k, v in verdict.items() if k != "lines"},
