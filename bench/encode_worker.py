@@ -74,7 +74,7 @@ class Runner:
             if args.threads:
                 torch.set_num_threads(args.threads)
             if args.backend == "auto":  # what a user gets: load_encoder with no backend options
-                os.environ.pop("MUNJANG_BACKEND", None)
+                os.environ.pop("MUNJANG_ENCODE_BACKEND", None)
                 self.enc = munjang.load_encoder(args.model, device=args.device, threads=args.threads)
             else:
                 options = {"threads": args.threads} if args.backend != "torch" and args.threads else {}

@@ -12,7 +12,7 @@ from tests.helpers.paths import shared_dir
 
 # The suite checks encoders against their references at float32 rounding, so models load on torch
 # fp32 here; the automatic choice that users get by default has its own tests, which clear this.
-os.environ["MUNJANG_BACKEND"] = "torch:fp32"
+os.environ["MUNJANG_ENCODE_BACKEND"] = "torch:fp32"
 
 
 def cache_dir() -> Path:

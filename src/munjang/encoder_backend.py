@@ -1,7 +1,7 @@
 """Which backend a SentenceEncoder's `encode` runs on: the user's (backend, precision), or "auto", the
 fastest configuration measured to keep fp32 accuracy on this machine (`inference/autotune.py`).
 
-`load_encoder` gives "auto" unless told otherwise (or `$MUNJANG_BACKEND`, e.g. `torch:fp32`, says
+`load_encoder` gives "auto" unless told otherwise (or `$MUNJANG_ENCODE_BACKEND`, e.g. `torch:fp32`, says
 otherwise for a whole process). A precision without a backend ("auto" + "fp32") runs on torch, so
 `precision="fp32"` stays exact. While a model is being trained its weights change under any exported
 graph, so "auto" then runs on torch fp32 (exact, on the live weights) from the first optimizer step on.
@@ -29,16 +29,19 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 AUTO = "auto"
-BACKEND_ENV = "MUNJANG_BACKEND"
+BACKEND_ENV = "MUNJANG_ENCODE_BACKEND"
 
 
 def default_configuration() -> tuple[str, str]:
-    """`$MUNJANG_BACKEND` ("auto", "torch", or "backend:precision" such as "torch:fp32"), else auto."""
+    """`$MUNJANG_ENCODE_BACKEND` ("auto", "torch", or "backend:precision" such as "torch:fp32"), else auto."""
     value = os.environ.get(BACKEND_ENV, "").strip()
     if not value:
         return AUTO, AUTO
     backend, _, precision = value.partition(":")
-    return normalized(backend, precision or None)
+    try:
+        return normalized(backend, precision or None)
+    except ValueError as e:
+        raise ValueError(f"${BACKEND_ENV}={value!r}: {e}") from None
 
 
 def normalized(backend: str | None, precision: str | None) -> tuple[str, str]:

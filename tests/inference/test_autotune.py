@@ -22,7 +22,7 @@ def auto_cache(tmp_path_factory):
     """A cache of its own (the choice and the exported graphs) and no process-wide backend setting."""
     patch = pytest.MonkeyPatch()
     patch.setenv("MUNJANG_CACHE", str(tmp_path_factory.mktemp("autotune")))
-    patch.delenv("MUNJANG_BACKEND", raising=False)
+    patch.delenv("MUNJANG_ENCODE_BACKEND", raising=False)
     yield
     patch.undo()
 
@@ -156,16 +156,19 @@ def test_training_switches_auto_to_exact_torch(auto_cache, tmp_path, monkeypatch
 
 
 def test_the_process_default_and_the_explicit_forms(monkeypatch):
-    monkeypatch.delenv("MUNJANG_BACKEND", raising=False)
+    monkeypatch.delenv("MUNJANG_ENCODE_BACKEND", raising=False)
     assert default_configuration() == ("auto", "auto")
-    monkeypatch.setenv("MUNJANG_BACKEND", "openvino:bf16")
+    monkeypatch.setenv("MUNJANG_ENCODE_BACKEND", "openvino:bf16")
     assert default_configuration() == ("openvino", "bf16")
-    monkeypatch.setenv("MUNJANG_BACKEND", "torch")
+    monkeypatch.setenv("MUNJANG_ENCODE_BACKEND", "torch")
     assert default_configuration() == ("torch", "fp32")
     assert normalized("onnx", None) == ("onnx", "fp32")
     assert normalized(None, "bf16") == ("auto", "bf16")
     with pytest.raises(ValueError, match="unknown backend 'tensorrt'"):
         normalized("tensorrt", None)
+    monkeypatch.setenv("MUNJANG_ENCODE_BACKEND", "postgresql://db/search")
+    with pytest.raises(ValueError, match="MUNJANG_ENCODE_BACKEND='postgresql://db/search': unknown backend"):
+        default_configuration()
 
 
 def test_munjang_info_says_what_auto_chose(auto_tiny, tiny_folder, capsys, monkeypatch):
