@@ -380,7 +380,8 @@ def check_collection(cand: dict, folder: Path, model: str, grid: dict[str, Setti
     encoder = _open_encoder(state, model)
     qids = cand["qids"]
     report = {}
-    with Collection.open(folder, encoder=encoder, readonly=True) as col:
+    # Not read-only: a cached collection written by an older munjang is upgraded in place.
+    with Collection.open(folder, encoder=encoder) as col:
         texts = [cand["query_texts"][q] for q in qids]
         for name in CHECKED:
             setting = grid[name]
