@@ -11,6 +11,14 @@ and search latency per question.
         --name autorag_rerank
     python bench/autorag.py --chunking window,128 --methods bm25,dense --split window:128 \
         --name autorag_split      # BM25 over one passage size, dense over another, fused per page
+    python bench/autorag.py --chunking window,128 --name autorag_colbert \
+        --multi-vector-model ~/.cache/munjang/bench/korean-colbert-e5-small
+
+With --multi-vector-model the collections also hold a ColBERT (a third retriever, `multi_vector`), and
+`hybrid` fuses BM25, dense and ColBERT at the collection's default fusion (equal weights, z-score). The
+two-retriever rows are the same hybrid with one weight at zero (that retriever still runs, so its
+time is in their latency): `hybrid-bm25+colbert` (dense 0), `hybrid-dense+bm25` (ColBERT 0),
+`hybrid-dense+colbert` (BM25 0). Without --methods such a run has every one of these rows.
 
 Collections are kept in --cache (default: a folder in the temp dir) and reused by later runs with the
 same settings; --rebuild builds them again.
@@ -115,17 +123,39 @@ def split_sizes(
     }
 
 
+def model_stamp(folder: str | None) -> list[Any] | None:
+    """What names a multi-vector model in the cache key: its resolved folder and its weights' size and
+    modification time (a model trained again gets new collections)."""
+    if folder is None:
+        return None
+    path = Path(folder).expanduser().resolve()
+    weights = path / "model.safetensors"
+    stat = weights.stat() if weights.exists() else None
+    return [str(path), stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
+
+
 def build(
-    cache: Path, name: str, pages: dict[str, str], encoder: Any, rebuild: bool
+    cache: Path,
+    name: str,
+    pages: dict[str, str],
+    encoder: Any,
+    rebuild: bool,
+    multi_vector: tuple[str, Any] | None = None,
 ) -> tuple[Collection, float | None]:
-    """The collection for one chunking setting: from the cache, or built (and its build time)."""
-    key = hashlib.sha256(json.dumps([MODEL, CHUNKINGS[name], munjang.__version__]).encode()).hexdigest()
+    """The collection for one chunking setting (with a multi-vector model when `multi_vector` gives
+    its folder and loaded encoder): from the cache, or built (and its build time)."""
+    mv_model, mv_encoder = multi_vector if multi_vector else (None, None)
+    parts: list[Any] = [MODEL, CHUNKINGS[name], munjang.__version__]
+    if mv_model is not None:
+        parts.append(model_stamp(mv_model))
+    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
     folder = cache / f"{name}-{key[:12]}"
     if folder.exists() and not rebuild:
-        return Collection.open(folder, encoder=encoder), None
+        return Collection.open(folder, encoder=encoder, multi_vector_encoder=mv_encoder), None
     shutil.rmtree(folder, ignore_errors=True)
     start = time.perf_counter()
-    col = Collection.create(folder, MODEL, encoder=encoder, chunking=CHUNKINGS[name])
+    extra = {"multi_vector_model": mv_model, "multi_vector_encoder": mv_encoder} if mv_model else {}
+    col = Collection.create(folder, MODEL, encoder=encoder, chunking=CHUNKINGS[name], **extra)
     col.add(list(pages), list(pages.values()), show_progress_bar=True, batch_size=16, commit_every=100)
     return col, round(time.perf_counter() - start, 1)
 
@@ -135,11 +165,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunking", default=",".join(CHUNKINGS), help="settings to run (comma-separated)")
     parser.add_argument("--cross-encoder", default=None, help="cross-encoder folder for the rerank rows")
     parser.add_argument("--rerank-k", type=int, default=20)
-    parser.add_argument("--methods", default="bm25,dense,hybrid", help="retrievers to run (comma-separated)")
+    parser.add_argument(
+        "--methods",
+        default=None,
+        help="retrievers to run (comma-separated); default bm25,dense,hybrid, and with --multi-vector-model "
+        "also multi_vector and the two-retriever hybrids",
+    )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
     parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
     parser.add_argument("--split", default=None, help="LEX:DENSE chunking names for a split-size hybrid row")
+    parser.add_argument(
+        "--multi-vector-model",
+        default=None,
+        help="a ColBERT folder: collections hold it as a third retriever",
+    )
     args = parser.parse_args(argv)
     env = print_environment()
     pages, questions, relevant = load_autorag()
@@ -151,19 +191,44 @@ def main(argv: list[str] | None = None) -> int:
         "hybrid": {"mode": "hybrid"},
         "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
     }
-    methods = {name: known[name] for name in args.methods.split(",")}
+    multi_vector = None
+    if args.multi_vector_model:
+        from munjang.multi_vector import load_multi_vector_encoder
+
+        mv_model = str(Path(args.multi_vector_model).expanduser())
+        multi_vector = (mv_model, load_multi_vector_encoder(mv_model))
+        # Hybrid weights follow Collection.retrievers("hybrid"): dense, lexical, multi_vector.
+        known["multi_vector"] = {"mode": "multi_vector"}
+        known["hybrid-bm25+colbert"] = {"mode": "hybrid", "weights": (0.0, 0.5, 0.5)}
+        known["hybrid-dense+bm25"] = {"mode": "hybrid", "weights": (0.5, 0.5, 0.0)}
+        known["hybrid-dense+colbert"] = {"mode": "hybrid", "weights": (0.5, 0.0, 0.5)}
+    wanted = args.methods.split(",") if args.methods else ["bm25", "dense", "hybrid"]
+    if multi_vector is not None and not args.methods:
+        wanted = [
+            "bm25",
+            "dense",
+            "multi_vector",
+            "hybrid",
+            *(m for m in known if m.startswith("hybrid-") and "+" in m),
+        ]
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        parser.error(f"unknown methods {unknown}; choose from {', '.join(known)}")
+    methods = {name: known[name] for name in wanted}
     if args.cross_encoder:
         reranker = munjang.load_cross_encoder(args.cross_encoder)
         methods["hybrid+rerank"] = {"mode": "hybrid", "rerank": reranker, "rerank_k": args.rerank_k}
     results: dict[str, Any] = {}
     for name in args.chunking.split(","):
-        col, build_s = build(args.cache, name, pages, encoder, args.rebuild)
+        col, build_s = build(args.cache, name, pages, encoder, args.rebuild, multi_vector)
+        if multi_vector is not None:
+            assert col.retrievers("hybrid") == ["dense", "lexical", "multi_vector"], col.retrievers("hybrid")
         row: dict[str, Any] = {"passages": col.info()["passages"], "build_s": build_s}
         for method, search in methods.items():
             row[method] = run_method(col, questions, relevant, **search)
             m = row[method]
             print(
-                f"{name:>9} {method:<14} R@1 {m['recall@1']:.3f} R@3 {m['recall@3']:.3f} "
+                f"{name:>9} {method:<20} R@1 {m['recall@1']:.3f} R@3 {m['recall@3']:.3f} "
                 f"R@5 {m['recall@5']:.3f} R@10 {m['recall@10']:.3f} nDCG@10 {m['ndcg@10']:.3f} "
                 f"p50 {m['latency_ms_p50']} ms",
                 flush=True,
@@ -172,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = row
     if args.split:
         lex_name, dense_name = args.split.split(":")
-        lex, _ = build(args.cache, lex_name, pages, encoder, False)
-        dense, _ = build(args.cache, dense_name, pages, encoder, False)
+        lex, _ = build(args.cache, lex_name, pages, encoder, False, multi_vector)
+        dense, _ = build(args.cache, dense_name, pages, encoder, False, multi_vector)
         m = split_sizes(lex, dense, questions, relevant)
         results[f"split bm25@{lex_name} dense@{dense_name}"] = m
         print(
@@ -183,7 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     path = write_result(
         args.name,
-        {"model": MODEL, "cross_encoder": args.cross_encoder, "rerank_k": args.rerank_k, "results": results},
+        {
+            "model": MODEL,
+            "multi_vector_model": model_stamp(args.multi_vector_model),
+            "hybrid_weights_order": ["dense", "lexical", "multi_vector"] if multi_vector else None,
+            "cross_encoder": args.cross_encoder,
+            "rerank_k": args.rerank_k,
+            "results": results,
+        },
         env,
     )
     print(f"wrote {path}")

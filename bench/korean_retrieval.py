@@ -35,6 +35,8 @@ the fifth. The recommended default comes from the way with the smallest held-out
     python bench/korean_retrieval.py              # all sets: ~25 min the first time on 2 busy cores
     python bench/korean_retrieval.py --sets autorag,korsts --queries 300
     python bench/korean_retrieval.py --check-set none      # from the cache, without the Collection check
+    python bench/korean_retrieval.py --multi-vector-model ~/.cache/munjang/bench/korean-colbert-e5-small \
+        --name korean_retrieval_colbert   # + a ColBERT as a third score source (bench/three_retrievers.py)
 
 The cache lives in $TMPDIR/munjang-bench-cache/korean_retrieval (--cache-dir): per set the candidate
 lists (JSON) and the collection the check reopens.
@@ -306,10 +308,14 @@ def build_candidates(name: str, data: RetrievalSet, model: str, folder: Path, st
     }
 
 
+def cache_key(name: str, model: str, n_queries: int | None, seed: int) -> str:
+    return f"{name}-{_slug(model)}-q{n_queries or 'all'}-s{seed}-v{CACHE_VERSION}"
+
+
 def candidates(
     name: str, model: str, n_queries: int | None, seed: int, cache: Path, state: dict[str, Any], rebuild: bool
 ) -> tuple[dict, Path]:
-    key = f"{name}-{_slug(model)}-q{n_queries or 'all'}-s{seed}-v{CACHE_VERSION}"
+    key = cache_key(name, model, n_queries, seed)
     path, folder = cache / f"{key}.json.gz", cache / f"{key}.collection"
     if path.exists() and folder.exists() and not rebuild:
         with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -374,7 +380,8 @@ def check_collection(cand: dict, folder: Path, model: str, grid: dict[str, Setti
     encoder = _open_encoder(state, model)
     qids = cand["qids"]
     report = {}
-    with Collection.open(folder, encoder=encoder, readonly=True) as col:
+    # Not read-only: a cached collection written by an older munjang is upgraded in place.
+    with Collection.open(folder, encoder=encoder) as col:
         texts = [cand["query_texts"][q] for q in qids]
         for name in CHECKED:
             setting = grid[name]
@@ -422,16 +429,23 @@ def procedures(fusions: list[str]) -> dict[str, tuple[list[str], str]]:
     return out
 
 
-def select(table: dict[str, dict[str, dict[str, float]]], sets: list[str], fusions: list[str]) -> dict:
-    """Worst-case loss vs the better single retriever, mean nDCG@10, and leave-one-set-out: each way of
-    choosing the default picks on all sets but one and is scored on the one left out."""
+def select(
+    table: dict[str, dict[str, dict[str, float]]],
+    sets: list[str],
+    fusions: list[str],
+    singles: tuple[str, ...] = ("bm25", "dense"),
+    procs: dict[str, tuple[list[str], str]] | None = None,
+) -> dict:
+    """Worst-case loss vs the better single retriever (of `singles`), mean nDCG@10, and
+    leave-one-set-out: each way of choosing the default (`procs`, default `procedures`) picks on all
+    sets but one and is scored on the one left out."""
     nd = {s: {m: table[s][m]["ndcg@10"] for m in table[s]} for s in sets}
-    best_single = {s: max(nd[s]["bm25"], nd[s]["dense"]) for s in sets}
+    best_single = {s: max(nd[s][m] for m in singles) for s in sets}
     loss = {f: {s: round(nd[s][f] - best_single[s], 4) for s in sets} for f in fusions}
     worst = {f: min(loss[f].values()) for f in fusions}
     mean = {f: round(float(np.mean([nd[s][f] for s in sets])), 4) for f in fusions}
     loso: dict[str, Any] = {}
-    for proc, (candidates, criterion) in procedures(fusions).items():
+    for proc, (candidates, criterion) in (procs or procedures(fusions)).items():
         folds = {}
         for held in sets:
             others = [s for s in sets if s != held] or [held]
@@ -556,6 +570,11 @@ def main(argv: list[str] | None = None) -> int:
         "--check-set", default="korsts", help="set on which Collection.search is checked ('none': skip)"
     )
     parser.add_argument("--name", default="korean_retrieval")
+    parser.add_argument(
+        "--multi-vector-model",
+        default=None,
+        help="a ColBERT folder: its candidates as a third score source (bench/three_retrievers.py)",
+    )
     args = parser.parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = set(sets) - set(SETS)
@@ -570,6 +589,14 @@ def main(argv: list[str] | None = None) -> int:
     per_set: dict[str, Any] = {}
     scores: dict[str, dict[str, dict[str, list[float]]]] = {}
     check: dict[str, Any] = {}
+    three: Any = None
+    if args.multi_vector_model:
+        import three_retrievers as three
+
+        grid3 = three.grid3()
+        scores3: dict[str, dict[str, dict[str, list[float]]]] = {}
+        colbert_runs: dict[str, Any] = {}
+        check3: dict[str, Any] = {}
     total = time.perf_counter()
     for name in sets:
         n = args.queries if args.queries is not None else DEFAULT_QUERIES.get(name)
@@ -596,6 +623,18 @@ def main(argv: list[str] | None = None) -> int:
             per_set[name]["autorag_style_recall"] = autorag_style(cand, scores[name], grid)
         if name == args.check_set:
             check = {"set": name, **check_collection(cand, folder, args.model, grid, state)}
+        if three is not None:
+            key = cache_key(name, args.model, n, args.seed)
+            mv = args.multi_vector_model
+            colbert = three.colbert_candidates(name, cand, mv, args.cache_dir, state, args.rebuild, key)
+            start = time.perf_counter()
+            scores3[name] = three.evaluate_set3(cand, colbert["colbert"], grid3)
+            print(f"  fused {len(grid3)} three-way settings in {time.perf_counter() - start:.1f}s")
+            colbert_runs[name] = {"tokens": colbert["tokens"], "seconds": colbert["seconds"]}
+            if name == args.check_set:
+                check3 = three.check_collection3(
+                    name, cand, key, mv, args.model, args.cache_dir, state, grid3
+                )
 
     korean = [s for s in sets if s in KOREAN]
     selection = select(table, korean, fusions) if korean else {}
@@ -625,6 +664,21 @@ def main(argv: list[str] | None = None) -> int:
         "selection": selection,
         "seconds": round(time.perf_counter() - total, 1),
     }
+    if three is not None:
+        table3 = {s: three.table_of(scores3[s]) for s in sets}
+        summary3 = three.summarize(table3, scores3, sets, korean, grid3)
+        three.print_three(table3, summary3, sets, korean)
+        payload["colbert"] = {
+            "model": three.model_stamp(args.multi_vector_model),
+            "weights_order": list(three.SOURCES),
+            "default_three": three.DEFAULT3,
+            "settings": len(grid3),
+            "sets": colbert_runs,
+            "collection_check": check3,
+            "table": table3,
+            "selection": summary3,
+        }
+        payload["seconds"] = round(time.perf_counter() - total, 1)
     path = write_result(args.name, payload, env)
     print(f"\nwrote {path}")
     return 0
