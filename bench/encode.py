@@ -254,9 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --device cuda, but torch sees no CUDA GPU here", file=sys.stderr)
             return 2
     env = print_environment()
-    from munjang.hub import embedded_default_path
+    from munjang.hub import embedded_default_path, resolve_model_path
 
-    model = str(Path(args.model).expanduser()) if args.model else str(embedded_default_path())
+    # a name ("multilingual-e5-small") becomes its installed folder, which both libraries load
+    model = str(resolve_model_path(args.model)) if args.model else str(embedded_default_path())
     corpus = load_corpus(args.n, seed=0, lang=args.lang)
     sts_sentences, gold, pairs = sts_task(args.lang)
     latency = random.Random(1).sample(corpus, min(args.latency, len(corpus)))

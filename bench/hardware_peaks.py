@@ -1,11 +1,12 @@
 """What the machine's matrix multiply reaches, and what a model costs per token: the ceiling a backend is
 measured against.
 
-`gemm_peaks` times square matrix products on torch's threads: fp32 and bf16 (`torch.mm`, oneDNN) and
-int8 (`torch._int_mm`, int8 x int8 -> int32, the VNNI / AMX path), best of a few calls, in GFLOP/s (GOP/s
-for int8). `flops_per_token` counts a BERT-style encoder's multiply-adds for one token of a sequence of
-`seq` tokens: 2 x the linear weights of every layer, plus attention's QK^T and AV (4 x seq x hidden per
-layer). sentences/s x tokens per sentence x flops_per_token / peak is the fraction of the peak reached.
+`gemm_peaks` times square matrix products on torch's threads: fp32 and bf16 (the faster of `torch.mm`
+and oneDNN) and int8 (`torch._int_mm`, int8 x int8 -> int32, the VNNI / AMX path), best of a few calls,
+in GFLOP/s (GOP/s for int8). `flops_per_token` counts a BERT-style encoder's multiply-adds for one
+token of a sequence of `seq` tokens: 2 x the linear weights of every layer, plus attention's QK^T and AV
+(4 x seq x hidden per layer). sentences/s x tokens per sentence x flops_per_token / peak is the
+fraction of the peak reached.
 
     python bench/hardware_peaks.py        # print the peaks of this machine
 """
@@ -36,14 +37,21 @@ def _best_seconds(fn: Any, calls: int = CALLS) -> float:
 
 
 def gemm_peaks(size: int = SIZE) -> dict[str, float]:
-    """GFLOP/s of fp32, bf16 and int8 square matrix products of `size` on torch's threads."""
+    """GFLOP/s of fp32, bf16 and int8 square matrix products of `size` on torch's threads: for fp32 and
+    bf16 the faster of `torch.mm` (MKL on x86 for fp32) and oneDNN's linear (which OpenVINO also uses;
+    MKL runs well below it on AMD CPUs), for int8 `torch._int_mm`."""
     torch.manual_seed(0)
     ops = 2.0 * size**3
     peaks: dict[str, float] = {"threads": float(torch.get_num_threads())}
     a, b = torch.randn(size, size), torch.randn(size, size)
-    peaks["fp32"] = ops / _best_seconds(lambda: torch.mm(a, b)) / 1e9
-    a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-    peaks["bf16"] = ops / _best_seconds(lambda: torch.mm(a16, b16)) / 1e9
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        x, w = a.to(dtype), b.to(dtype)
+        seconds = _best_seconds(lambda x=x, w=w: torch.mm(x, w))
+        with contextlib.suppress(RuntimeError):  # a torch build without oneDNN
+            xm, wm = x.to_mkldnn(), w.to_mkldnn()
+            onednn = _best_seconds(lambda xm=xm, wm=wm: torch._C._nn.mkldnn_linear(xm, wm, None))
+            seconds = min(seconds, onednn)
+        peaks[name] = ops / seconds / 1e9
     a8 = torch.randint(-128, 127, (size, size), dtype=torch.int8)
     b8 = torch.randint(-128, 127, (size, size), dtype=torch.int8)
     with contextlib.suppress(RuntimeError):  # no int8 GEMM kernel for this CPU / build
