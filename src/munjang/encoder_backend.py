@@ -204,22 +204,23 @@ class BackendSelection:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
         if self._auto_baseline is None:
             return False
-        generation, state = self._auto_baseline
-        now = optimizer_generation()
-        if now == generation:
-            return False
-        if weights_state(self._weights()) != state:
-            return True
-        self._auto_baseline = (now, state)
-        return False
+        changed, self._auto_baseline = self._changed_since(self._auto_baseline)
+        return changed
 
     def _trained_since(self, key: tuple[Any, ...]) -> bool:
         """Whether an optimizer changed the weights since the backend under `key` was built."""
-        generation, state = self._built_under[key]
+        changed, self._built_under[key] = self._changed_since(self._built_under[key])
+        return changed
+
+    def _changed_since(
+        self, record: tuple[int, tuple[tuple[int, int, int], ...]]
+    ) -> tuple[bool, tuple[int, tuple[tuple[int, int, int], ...]]]:
+        """Whether this model's weights changed since `record` (optimizer generation, weights state),
+        and the record to keep: moved on to the current generation when only other models were trained."""
+        generation, state = record
         now = optimizer_generation()
         if now == generation:
-            return False
+            return False, record
         if weights_state(self._weights()) != state:
-            return True
-        self._built_under[key] = (now, state)  # another model was trained; this one is unchanged
-        return False
+            return True, record
+        return False, (now, state)

@@ -12,7 +12,8 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -36,7 +37,11 @@ class VectorIndex(Protocol):
     def memory_bytes(self) -> int: ...
 
 
-def _replay(store: DocumentStore, index: VectorIndex, model: str, dim: int, since: Watermark) -> Watermark:
+def replay(
+    store: Any, index: Any, since: Watermark, added: Callable[[int], Iterable[tuple[np.ndarray, Any]]]
+) -> Watermark:
+    """Apply to `index`, in one snapshot of the store, the labels deleted since `since` and the
+    (labels, values) batches `added(after_label)` reads; the watermark reached."""
     with store.snapshot():
         now = store.watermark()
         if now.deletion > since.deletion:
@@ -44,9 +49,31 @@ def _replay(store: DocumentStore, index: VectorIndex, model: str, dim: int, sinc
             if len(removed):
                 index.remove(removed)
         if now.label > since.label:
-            for labels, vectors in store.vectors_after(model, dim, since.label):
-                index.add(labels, vectors)
+            for labels, values in added(since.label):
+                index.add(labels, values)
     return now
+
+
+class StoreFollower:
+    """An extra retriever's index and the store watermark it has applied, caught up under a lock
+    (searches on several threads may each find it behind); `_added` names what the store holds for it."""
+
+    def __init__(self, model: str, dim: int, index: Any) -> None:
+        self.model, self.dim = model, int(dim)
+        self.index = index
+        self.watermark = Watermark()
+        self._lock = threading.Lock()
+
+    def _added(self, store: Any, after: int) -> Iterable[tuple[np.ndarray, Any]]:
+        raise NotImplementedError
+
+    def sync(self, store: Any) -> bool:
+        """Apply what the store changed since the watermark; True if anything was applied."""
+        with self._lock:
+            if store.watermark() == self.watermark:
+                return False
+            self.watermark = replay(store, self.index, self.watermark, partial(self._added, store))
+            return True
 
 
 class DenseIndex:
@@ -111,7 +138,9 @@ class DenseIndex:
         now = store.watermark()
         if now == self.watermark:
             return False
-        self.watermark = _replay(store, self.index, self.model, self.dim, self.watermark)
+        self.watermark = replay(
+            store, self.index, self.watermark, lambda after: store.vectors_after(self.model, self.dim, after)
+        )
         return True
 
     def search(

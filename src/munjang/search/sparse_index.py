@@ -19,14 +19,13 @@ costs nothing but the replay.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .store import Watermark
+from .live_index import StoreFollower
 
 # Merge segments when there are more than this many, or when this fraction of columns is dead.
 MAX_SEGMENTS = 8
@@ -155,32 +154,11 @@ class SparseIndex:
         return out
 
 
-class LiveSparseIndex:
+class LiveSparseIndex(StoreFollower):
     """The collection's sparse index: a `SparseIndex` and the store watermark it has applied."""
 
     def __init__(self, model: str, dim: int) -> None:
-        self.model, self.dim = model, int(dim)
-        self.index = SparseIndex(dim)
-        self.watermark = Watermark()
-        self._lock = threading.Lock()  # searches on several threads may each find it behind
+        super().__init__(model, dim, SparseIndex(dim))
 
-    def sync(self, store: Any) -> bool:
-        """Apply what the store changed since the watermark; True if anything was applied."""
-        with self._lock:
-            if store.watermark() == self.watermark:
-                return False
-            self._replay(store)
-            return True
-
-    def _replay(self, store: Any) -> None:
-        since = self.watermark
-        with store.snapshot():
-            now = store.watermark()
-            if now.deletion > since.deletion:
-                removed = store.deletions_after(since.deletion)
-                if len(removed):
-                    self.index.remove(removed)
-            if now.label > since.label:
-                for labels, rows in store.sparse_after(self.model, since.label):
-                    self.index.add(labels, rows)
-        self.watermark = now
+    def _added(self, store: Any, after: int) -> Any:
+        return store.sparse_after(self.model, after)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..multi_vector.flat import segment_max, token_rows
+from .live_index import StoreFollower
 from .plaid import PlaidIndex
-from .store import Watermark
 
 # Usable documents up to which search is exact; above it, PLAID.
 EXACT_LIMIT = 20_000
@@ -201,30 +201,14 @@ class TokenIndex:
         self.plaid_size = len(self.labels)
 
 
-class LiveTokenIndex:
+class LiveTokenIndex(StoreFollower):
     """The collection's token index: a `TokenIndex` and the store watermark it has applied."""
 
     def __init__(self, model: str, dim: int) -> None:
-        self.model, self.dim = model, int(dim)
-        self.index = TokenIndex(dim)
-        self.watermark = Watermark()
-        self._lock = threading.Lock()  # searches on several threads may each find it behind
+        super().__init__(model, dim, TokenIndex(dim))
 
-    def sync(self, store: Any) -> bool:
-        """Apply what the store changed since the watermark; True if anything was applied."""
-        with self._lock:
-            if store.watermark() == self.watermark:
-                return False
-            since = self.watermark
-            with store.snapshot():
-                now = store.watermark()
-                if now.deletion > since.deletion:
-                    self.index.remove(store.deletions_after(since.deletion))
-                if now.label > since.label:
-                    for labels, matrices in store.token_vectors_after(self.model, since.label):
-                        self.index.add(labels, matrices)
-            self.watermark = now
-            return True
+    def _added(self, store: Any, after: int) -> Any:
+        return store.token_vectors_after(self.model, after)
 
     def search(
         self, store: Any, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None, mean: bool
