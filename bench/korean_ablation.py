@@ -144,13 +144,14 @@ def run_stage(stage: str, model: str, folder: Path, data: Path) -> dict[str, Any
             shutil.rmtree(folder)  # stopped before its first checkpoint: start over
         folder.mkdir(parents=True)
         config_path.write_text(yaml.safe_dump(stage_config(stage, model, folder, data), sort_keys=False))
+    before = 0.0  # training time the metrics log recorded before an interruption
+    if resume:
+        logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        before = max([0.0, *(r["elapsed_s"] for r in logged if "elapsed_s" in r)])
     trainer, plan = build(load_config(config_path))
     start = time.perf_counter()
     summary = trainer.train(resume_from_checkpoint=resume or None)
-    wall = time.perf_counter() - start
-    if resume:  # the training time the metrics log recorded before the interruption counts too
-        logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-        wall = max([wall, *(r["elapsed_s"] for r in logged if "elapsed_s" in r)])
+    wall = before + time.perf_counter() - start
     result: dict[str, Any] = {
         "stage": stage,
         "from": model,
