@@ -12,6 +12,7 @@ import math
 import os
 import re
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -54,7 +55,7 @@ def replay(
     return now
 
 
-class StoreFollower:
+class StoreFollower(ABC):
     """An extra retriever's index and the store watermark it has applied, caught up under a lock
     (searches on several threads may each find it behind); `_added` names what the store holds for it."""
 
@@ -64,8 +65,9 @@ class StoreFollower:
         self.watermark = Watermark()
         self._lock = threading.Lock()
 
+    @abstractmethod
     def _added(self, store: Any, after: int) -> Iterable[tuple[np.ndarray, Any]]:
-        raise NotImplementedError
+        """The (labels, values) batches the store holds for this retriever after label `after`."""
 
     def sync(self, store: Any) -> bool:
         """Apply what the store changed since the watermark; True if anything was applied."""
