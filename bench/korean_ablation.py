@@ -38,6 +38,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, shared_data_dir, write_result
+from korean_model import korsts
 
 KLUE = {"premise": "premise", "hypothesis": "hypothesis", "label": "label"}
 COMMON = {
@@ -49,34 +50,39 @@ COMMON = {
 }
 
 
+# Each stage: (data file under the shared data folder, format, loss, training settings).
+STAGES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
+    "sts": (
+        "korsts/sts-train.tsv.gz",
+        "sts",
+        {"name": "cosent"},
+        {"epochs": 4, "batch_size": 16, "learning_rate": 2e-5, "eval_steps": 180},
+    ),
+    "nli-softmax": (
+        "klue-nli/klue-nli-train.jsonl.gz",
+        "nli-pairs",
+        {"name": "softmax"},
+        {"epochs": 1, "batch_size": 32, "learning_rate": 2e-5, "eval_steps": 130},
+    ),
+    "nli-mnrl": (
+        "klue-nli/klue-nli-train.jsonl.gz",
+        "nli-triplets",
+        {"name": "mnrl", "scale": 20},
+        {"epochs": 1, "batch_size": 64, "learning_rate": 3e-5, "eval_steps": 40},
+    ),
+}
+
+
 def stage_config(stage: str, model: str, output_dir: Path, data: Path) -> dict[str, Any]:
     """The training config (as `munjang train --config` reads it) of one stage."""
-    korsts = data / "korsts"
-    evaluators = [{"type": "sts", "name": "korsts-dev", "path": str(korsts / "sts-dev.tsv")}]
-    klue = str(data / "klue-nli" / "klue-nli-train.jsonl.gz")
-    if stage == "sts":
-        task = {
-            "name": "korsts",
-            "data": {"path": str(korsts / "sts-train.tsv.gz"), "format": "sts"},
-            "loss": {"name": "cosent"},
-        }
-        training = {"epochs": 4, "batch_size": 16, "learning_rate": 2e-5, "eval_steps": 180}
-    elif stage == "nli-softmax":
-        task = {
-            "name": "klue-nli",
-            "data": {"path": klue, "format": "nli-pairs", "format_options": KLUE},
-            "loss": {"name": "softmax"},
-        }
-        training = {"epochs": 1, "batch_size": 32, "learning_rate": 2e-5, "eval_steps": 130}
-    elif stage == "nli-mnrl":
-        task = {
-            "name": "klue-nli",
-            "data": {"path": klue, "format": "nli-triplets", "format_options": KLUE},
-            "loss": {"name": "mnrl", "scale": 20},
-        }
-        training = {"epochs": 1, "batch_size": 64, "learning_rate": 3e-5, "eval_steps": 40}
-    else:
+    if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}")
+    path, fmt, loss, training = STAGES[stage]
+    evaluators = [{"type": "sts", "name": "korsts-dev", "path": str(data / "korsts" / "sts-dev.tsv")}]
+    task_data: dict[str, Any] = {"path": str(data / path), "format": fmt}
+    if fmt != "sts":
+        task_data["format_options"] = KLUE
+    task = {"name": "korsts" if fmt == "sts" else "klue-nli", "data": task_data, "loss": loss}
     training = {**COMMON, **training, "save_steps": training["eval_steps"]}
     return {
         "model": model,
@@ -94,23 +100,6 @@ CONFIGURATIONS: dict[str, list[str]] = {
     "nli-softmax+sts": ["nli-softmax", "sts"],
     "nli-mnrl+sts": ["nli-mnrl", "sts"],
 }
-
-
-def korsts(model_dir: Path, data: Path) -> dict[str, float]:
-    """KorSTS dev and test Spearman (cosine, x 100) of a saved model, reloaded as a user loads it."""
-    import munjang
-    from munjang.data import read_sts
-    from munjang.evaluation import STSEvaluator
-
-    encoder = munjang.load_encoder(str(model_dir), device="cpu", precision="fp32")
-    scores = {}
-    for split in ("dev", "test"):
-        pairs = read_sts(data / "korsts" / f"sts-{split}.tsv")
-        evaluator = STSEvaluator.from_data(
-            pairs, similarity_fns=("cosine",), prompt_name="query", batch_size=64
-        )
-        scores[split] = round(evaluator(encoder)["spearman_cosine"] * 100, 2)
-    return scores
 
 
 def nli_accuracy(trainer: Any, data: Path) -> float:
@@ -163,7 +152,7 @@ def run_stage(stage: str, model: str, folder: Path, data: Path) -> dict[str, Any
         "wall_seconds": round(wall, 1),
         "resumed": resume,
         "steps_per_second": round(summary["global_step"] / wall, 4),
-        "korsts_best": korsts(folder / "best", data),
+        "korsts_best": korsts(str(folder / "best"), data, precision="fp32"),
         "curve": [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()],
     }
     if stage == "nli-softmax":
@@ -190,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"base": {"model": args.model}}
     from munjang.hub import resolve_model_path
 
-    results["base"]["korsts"] = korsts(resolve_model_path(args.model), data)
+    results["base"]["korsts"] = korsts(str(resolve_model_path(args.model)), data, precision="fp32")
     print(f"{args.model}: KorSTS {results['base']['korsts']}")
     for name in chosen:
         print(f"{name}:")

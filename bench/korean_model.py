@@ -24,8 +24,10 @@ from munjang.evaluation import STSEvaluator
 from munjang.models import describe
 
 
-def korsts(model: str, data_dir: Path) -> dict[str, float]:
-    encoder = munjang.load_encoder(model, device="cpu")
+def korsts(model: str, data_dir: Path, **load: Any) -> dict[str, float]:
+    """KorSTS dev and test Spearman (cosine, x 100, `query: ` prompt) of a model loaded by name or
+    folder; `load` goes to `load_encoder` (e.g. precision="fp32")."""
+    encoder = munjang.load_encoder(model, device="cpu", **load)
     scores = {}
     for split in ("dev", "test"):
         data = read_sts(data_dir / "korsts" / f"sts-{split}.tsv")
