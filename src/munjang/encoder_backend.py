@@ -124,7 +124,14 @@ class BackendSelection:
         device = str(self.device)
         with self._auto_lock:
             if device not in self._auto_choice:
-                self._auto_choice[device] = choose(self._measure, self._fingerprint(), self.device)
+                before = set(self._backends)
+                choice = choose(self._measure, self._fingerprint(), self.device)
+                chosen = (choice.backend, choice.precision)
+                for key in set(self._backends) - before:  # each holds a copy of the weights
+                    if (key[0], key[1]) != chosen:
+                        del self._backends[key]
+                        self._built_under.pop(key, None)
+                self._auto_choice[device] = choice
             return self._auto_choice[device]
 
     def info(self) -> dict[str, Any]:
