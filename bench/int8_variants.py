@@ -14,7 +14,8 @@ Variants (all from munjang's own fp32 ONNX export of the model):
   - ov-int8-plain: OpenVINO with int8 weights, activations quantized on the fly in groups of 32
     (munjang's `openvino` int8 backend before SmoothQuant);
   - ov-int8-token: the same with one group per token (DYNAMIC_QUANTIZATION_GROUP_SIZE 384);
-  - ov-int8: SmoothQuant first, then as ov-int8-plain: munjang's `openvino` int8 backend;
+  - ov-int8: SmoothQuant first, then as ov-int8-plain: munjang's `openvino` int8 backend where NNCF
+    is not installed;
   - ov-fp32 / ov-bf16: OpenVINO on the fp32 graph with f32 / bf16 inference precision (munjang's
     `openvino` fp32 and bf16 backends): bf16 matmuls with float accumulation, no quantization;
   - ov-static: NNCF post-training static int8 (`nncf.quantize`, transformer model type: SmoothQuant,
@@ -25,7 +26,8 @@ Variants (all from munjang's own fp32 ONNX export of the model):
     bf16 for the rest;
   - ov-static-mixed: ov-static-fc with each layer's FFN down-projection (the MatMul after GELU, whose
     input has the widest range) also left in bf16: of the six kinds of MatMul, keeping that one in
-    float recovers the most accuracy;
+    float recovers the most accuracy. munjang's `openvino` int8 ships this graph (`static_int8.py`),
+    calibrated on its bundled texts with SmoothQuant alpha 0.8 instead of NNCF's 0.95;
   - ov-static-ac: NNCF's accuracy control on the SmoothQuant int8-weight graph: static int8 first,
     then the quantizers that hurt most are reverted (those MatMuls stay on the dynamic int8 path)
     until the mean cosine to fp32 on a second held-apart set is within --max-drop.

@@ -14,6 +14,7 @@ EXTRAS = {
     "prometheus_client": ("munjang serve", "server"),
     "httpx": ("munjang.Client and remote encoders", "client"),
     "openvino": ("the openvino backend", "openvino"),
+    "nncf": ("static int8 (openvino int8)", "int8"),
     "ray": ("encoding with Ray", "ray"),
     "pyarrow": ("parquet", "ray"),
     "psycopg": ("PostgreSQL collections", "postgres"),

@@ -12,7 +12,8 @@ import torch
 import munjang
 from munjang.encoder_backend import default_configuration, normalized
 from munjang.inference import autotune
-from munjang.inference.autotune import MEAN_COSINE, MIN_COSINE, Trial, calibration_texts, measure_all, pick
+from munjang.inference.autotune import MEAN_COSINE, MIN_COSINE, Trial, measure_all, pick
+from munjang.inference.calibration import calibration_texts
 from tests.helpers.cli import run_cli
 from tests.helpers.training import tiny_bert
 
@@ -70,6 +71,17 @@ def assert_choice_meets_the_bar(encoder: munjang.SentenceEncoder) -> None:
 def test_the_choice_meets_the_fp32_bar_on_the_calibration_set(auto_tiny):
     assert_choice_meets_the_bar(auto_tiny)
     assert len(auto_tiny.auto_choice().trials) == len(autotune.candidates(torch.device("cpu")))
+
+
+def test_only_the_chosen_backend_stays_loaded(auto_cache, tiny_folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("MUNJANG_CACHE", str(tmp_path))  # nothing cached: every candidate is measured
+    encoder = munjang.load_encoder(tiny_folder, device="cpu")
+    earlier = encoder.backend("onnx", "fp32")  # built by the caller before the choice: kept
+    choice = encoder.auto_choice()
+    assert not choice.cached and len([t for t in choice.trials if t.error is None]) > 2
+    loaded = {(key[0], key[1]) for key in encoder._backends}
+    assert loaded <= {("onnx", "fp32"), (choice.backend, choice.precision)}, loaded
+    assert encoder.backend("onnx", "fp32") is earlier
 
 
 @pytest.mark.slow

@@ -24,7 +24,6 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib.resources import files
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from filelock import FileLock
 
 from ..atomic import atomic_write
 from ..paths import cache_root
+from .calibration import calibration_texts
 from .hardware import cpu_flags, cpu_has_fast_bf16, usable_cores
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ ROUNDS = 2
 # Measured again after the first round: candidates with at least this share of the fastest one's speed.
 CONTENDER = 0.6
 # Bump when the candidates, the calibration set or the bar change, so older choices are measured again.
-AUTOTUNE_FORMAT = 1
+AUTOTUNE_FORMAT = 2
 RELEVANT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
 
 # Measures one configuration: (backend, precision, texts) -> (L2-normalized vectors, seconds).
@@ -123,24 +123,12 @@ def candidates(device: torch.device) -> list[tuple[str, str]]:
     return found
 
 
-def calibration_texts() -> list[str]:
-    """Korean and English sentences from the bundled demo data, alone and joined into passages of up
-    to eight sentences (about 10 to 150 tokens), in a fixed order."""
-    resources = files("munjang.resources")
-    lines = resources.joinpath("demo_corpus.txt").read_text(encoding="utf-8").splitlines()
-    rows = resources.joinpath("demo_collection.jsonl").read_text(encoding="utf-8").splitlines()
-    base = [t for t in lines + [json.loads(r)["text"] for r in rows if r.strip()] if t.strip()]
-    rng = np.random.default_rng(0)
-    joined = [" ".join(rng.choice(base, size=int(rng.integers(2, 9)))) for _ in range(2 * len(base))]
-    return base + joined
-
-
 def machine_key(device: torch.device) -> dict[str, Any]:
     """What makes a measurement valid only here: CPU, cores, device and runtime versions."""
     from importlib.metadata import PackageNotFoundError, version
 
     versions: dict[str, str | None] = {}
-    for package in ("torch", "openvino", "onnxruntime", "munjang"):
+    for package in ("torch", "openvino", "onnxruntime", "nncf", "munjang"):
         try:
             versions[package] = version(package)
         except PackageNotFoundError:

@@ -15,6 +15,9 @@ Variants, each a cached artefact (see `artifacts`):
   activations, for OpenVINO, which runs these MatMuls as int8 with activations quantized on the fly
   (the same graph NNCF's INT8_SYM weight compression writes), after SmoothQuant (`smoothquant.py`)
   has moved the activations' outlier channels into the weights.
+- "int8-static": "fp32" with calibrated static int8 on the MatMuls that tolerate it (`static_int8.py`,
+  NNCF): QuantizeLinear/DequantizeLinear pairs that OpenVINO runs as int8 kernels, the attention
+  MatMuls and FFN down-projections left in float. Calibrated on the bundled texts (`calibration.py`).
 
 Every new graph is run on a few sentences and compared with the torch model before it is stored.
 """
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import smoothquant
+from . import smoothquant, static_int8
 from .artifacts import (
     ARTIFACT_FORMAT,
     artifact_dir,
@@ -47,7 +50,7 @@ from .base import BackendError, onnxruntime_module
 
 logger = logging.getLogger(__name__)
 
-VARIANTS = ("fp32", "int8-dynamic", "int8-weights")
+VARIANTS = ("fp32", "int8-dynamic", "int8-weights", "int8-static")
 OUTPUT_NAME = "last_hidden_state"
 TORCHSCRIPT_OPSET = 17
 DYNAMO_OPSET = 18
@@ -370,6 +373,18 @@ def quantize_int8_weights(transformer: Any, src: Path, dst: Path, smooth: bool =
     }
 
 
+def quantize_int8_static(transformer: Any, src: Path, dst: Path) -> dict[str, Any]:
+    """Write `src` with static int8 (`static_int8.quantize`) to `dst`, calibrated on the bundled texts
+    in length-sorted batches (so padding does not widen the ranges); checked."""
+    from .calibration import calibration_texts
+
+    texts = sorted(calibration_texts(), key=len)
+    info = static_int8.quantize_file(src, dst, _numpy_batches(transformer, texts))
+    batch = _probe_batch(transformer)
+    _check_outputs(dst, batch, _reference_of(transformer, batch), "int8")
+    return {"quantization": {**info, "calibration_texts": len(texts)}}
+
+
 def _numpy_batches(transformer: Any, texts: Sequence[str], rows: int = 16) -> list[dict[str, np.ndarray]]:
     """`texts` as the graph's inputs, `rows` sentences per padded batch."""
     features = transformer.tokenize(list(texts))
@@ -380,7 +395,11 @@ def _numpy_batches(transformer: Any, texts: Sequence[str], rows: int = 16) -> li
     ]
 
 
-_DERIVE = {"int8-dynamic": quantize_int8_dynamic, "int8-weights": quantize_int8_weights}
+_DERIVE = {
+    "int8-dynamic": quantize_int8_dynamic,
+    "int8-weights": quantize_int8_weights,
+    "int8-static": quantize_int8_static,
+}
 _BUILT_BY_ONNXRUNTIME = {"int8-dynamic"}  # graphs written by ONNX Runtime's tools, tied to its version
 
 
@@ -410,6 +429,9 @@ def onnx_artifact(
         expect["onnxruntime"] = onnxruntime_module().__version__
     if variant == "int8-weights":
         expect["recipe"] = smoothquant.RECIPE
+    if variant == "int8-static":
+        expect["recipe"] = static_int8.RECIPE
+        expect["nncf"] = static_int8.nncf_version()
 
     def build(tmp: Path) -> dict[str, Any]:
         if variant == "fp32":

@@ -5,11 +5,12 @@ precision pinned to f32: on CPUs with bf16 support OpenVINO would otherwise run 
 so. bf16 compiles the same graph with the inference precision set to bf16 on CPUs that have bf16
 instructions (AVX-512 BF16 or AMX): matmuls in bf16 with float accumulation. On such a CPU it is the
 fastest graph at fp32 accuracy (bench/int8_variants.py; figures in docs/benchmarks.md); end to end it
-keeps pace with int8, stays closer to fp32, and needs no calibration. int8
-compiles the graph whose MatMul weights are int8 (per output channel, symmetric); OpenVINO
-then runs those MatMuls in int8, quantizing activations on the fly in groups, which is both faster and
-closer to fp32 than feeding it ONNX Runtime's dynamically quantized graph (which OpenVINO runs slower
-than fp32).
+stays closer to fp32 than int8, and needs no calibration. int8 compiles the static int8 graph
+(`static_int8.py`: calibrated int8 activations and per-channel int8 weights on the MatMuls that tolerate
+it, the rest in bf16 where the CPU has it, else f32), the fastest graph at the int8 accuracy bar. Without
+NNCF (`pip install 'munjang[int8]'`), which builds that graph, int8 falls back, with a warning, to the
+graph whose MatMul weights alone are int8: OpenVINO then quantizes activations on the fly in groups,
+slower, and no faster than bf16 on a CPU with bf16 instructions.
 
 Calls with many batches (`token_embeddings_many`, which `encode` uses) run on a second compilation of
 the same graph with OpenVINO's throughput hint: one stream per thread on 2 threads (OpenVINO's choice
@@ -22,10 +23,12 @@ one-batch calls keep the latency compilation, which gives every thread to the on
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
+from importlib.util import find_spec
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ import numpy as np
 import torch
 
 from ..errors import MissingExtraError
-from ..extras import require
+from ..extras import install_hint, require
 from .base import BackendError, Batch, K
 from .hardware import cpu_has_fast_bf16
 from .onnx_backend import check_precision
@@ -55,6 +58,23 @@ MIN_BATCHES_PER_STREAM = 2
 def _copied(output: Any) -> torch.Tensor:
     """A float32 tensor of a request's output, copied: the request reuses its buffer on the next call."""
     return torch.from_numpy(np.array(output, dtype=np.float32, copy=True))
+
+
+def _int8_variant() -> str:
+    """The int8 graph to compile: static int8 where NNCF is installed, else int8 weights (warned once)."""
+    if find_spec("nncf") is not None:
+        return "int8-static"
+    _warn_no_nncf()
+    return "int8-weights"
+
+
+@functools.cache
+def _warn_no_nncf() -> None:
+    logger.warning(
+        "openvino int8 without NNCF runs int8 weights with dynamic activations (slower, less exact): "
+        "%s for static int8",
+        install_hint("nncf"),
+    )
 
 
 def _openvino() -> Any:
@@ -85,7 +105,12 @@ class OpenVinoBackend:
         self.precision = precision
         self.threads = int(threads or torch.get_num_threads())
         self.hidden_size = int(transformer.hidden_size)
-        variant = "int8-weights" if precision == "int8" else "fp32"
+        variant = _int8_variant() if precision == "int8" else "fp32"
+        # Float ops of the static int8 graph run in bf16 where the CPU has it, as the bf16 precision does.
+        self._inference_precision = (
+            "bf16" if precision == "bf16" or (variant == "int8-static" and cpu_has_fast_bf16()) else "f32"
+        )
+        self.variant = variant
         core = ov.Core()
         if precision == "bf16" and not cpu_has_fast_bf16():  # the same test "auto" makes
             raise BackendError(
@@ -106,7 +131,7 @@ class OpenVinoBackend:
         config: dict[str, Any] = {
             "PERFORMANCE_HINT": hint,
             "INFERENCE_NUM_THREADS": self.threads,
-            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+            "INFERENCE_PRECISION_HINT": self._inference_precision,
         }
         if hint == "THROUGHPUT" and self.threads <= 2:
             config["NUM_STREAMS"] = self.threads
@@ -205,5 +230,6 @@ class OpenVinoBackend:
 
     def __repr__(self) -> str:
         return (
-            f"OpenVinoBackend(precision={self.precision!r}, threads={self.threads}, model={self.model_path})"
+            f"OpenVinoBackend(precision={self.precision!r}, graph={self.variant!r}, threads={self.threads}, "
+            f"model={self.model_path})"
         )
