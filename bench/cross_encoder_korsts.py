@@ -3,10 +3,13 @@ after, beside the bi-encoder trained on the same data (bench/results/train_korst
 
     python bench/cross_encoder_korsts.py                     # writes bench/results/cross_encoder_korsts.json
     python bench/cross_encoder_korsts.py --epochs 1 --limit 800   # a quick check
+    python bench/cross_encoder_korsts.py --init runs/ce-klue-nli-e5/final --mixed-precision bf16 \
+        --output-dir runs/ce-nli-korsts-e5 --name cross_encoder_nli_korsts   # NLI -> KorSTS, the paper's path
 
 The head is the SBERT one on [CLS] (dropout -> dense -> GELU -> dropout -> 1 logit), trained with
 BinaryCrossEntropyLoss on score / 5, as the SBERT cross-encoders were trained on STSb. The best model on
-KorSTS dev is kept in <output-dir>/best (bench/rerank_korsts.py uses it).
+KorSTS dev is kept in <output-dir>/best (bench/rerank_korsts.py uses it). `--init` starts from a
+cross-encoder trained on NLI (bench/cross_encoder_nli.py): its encoder, with a new one-label head.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-dir", default="runs/ce-korsts-e5")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--init", help="a cross-encoder folder to start from (its head is replaced)")
+    parser.add_argument("--mixed-precision", default="no", help="no or bf16 (autocast)")
+    parser.add_argument("--name", default="cross_encoder_korsts", help="result file name")
     args = parser.parse_args(argv)
 
     env = environment()
@@ -57,11 +63,14 @@ def main(argv: list[str] | None = None) -> None:
     def evaluator(pairs, name: str) -> CrossEncoderCorrelationEvaluator:
         return CrossEncoderCorrelationEvaluator.from_data(pairs, name=name, batch_size=64)
 
-    model = munjang.load_cross_encoder(args.model, device="cpu")
+    if args.init:
+        model = munjang.load_cross_encoder(args.init, head="seeds", num_labels=1, device="cpu")
+    else:
+        model = munjang.load_cross_encoder(args.model, device="cpu")
     before = evaluator(test, "test")(model)["spearman"] * 100
     print(f"KorSTS test Spearman before training (new head): {before:.2f}")
     loss = BinaryCrossEntropyLoss(model) if args.loss == "bce" else MSELoss(model, activation="model")
-    training_args = training_arguments(args)
+    training_args = training_arguments(args, mixed_precision=args.mixed_precision)
     trainer = Trainer(
         model,
         loss,
@@ -87,9 +96,9 @@ def main(argv: list[str] | None = None) -> None:
         bi_score = bi["korsts_test_spearman_after_best"]
         print(f"bi-encoder on the same data (bench/train_korsts.py): {bi_score:.2f}")
     write_result(
-        "cross_encoder_korsts",
+        args.name,
         {
-            "model": args.model,
+            "model": args.init or args.model,
             "args": vars(args),
             "training_arguments": training_args.to_dict(),
             "korsts_test_spearman_before": before,
