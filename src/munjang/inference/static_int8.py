@@ -131,7 +131,7 @@ def quantize_file(
 ) -> dict[str, Any]:
     """Write the static int8 graph of the ONNX file `src` to `dst` from a child process; return what
     was done. A failure there is raised here as BackendError with the child's last words."""
-    nncf_module()  # a missing extra is reported here, with its install line
+    nncf_version()  # a missing extra is reported here, with its install line, without importing NNCF
     with tempfile.TemporaryDirectory(prefix="munjang-int8-") as work:
         inputs = Path(work) / "batches.npz"
         arrays: dict[str, Any] = {f"{i}:{k}": v for i, batch in enumerate(batches) for k, v in batch.items()}
