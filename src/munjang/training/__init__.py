@@ -5,14 +5,17 @@ from .adaptation import adapt, corpus_sentences
 from .args import TrainingArguments
 from .hard_negatives import mine_hard_negatives
 from .static_distill import distill_static
+from .static_tokenlearn import StaticFit, tokenlearn_static
 from .trainer import Trainer
 
 __all__ = [
     "Example",
+    "StaticFit",
     "Trainer",
     "TrainingArguments",
     "adapt",
     "corpus_sentences",
     "distill_static",
     "mine_hard_negatives",
+    "tokenlearn_static",
 ]

@@ -74,7 +74,7 @@ def distill_static(
 
     vectors = _embed_ids(encoder, inputs, batch_size, show_progress_bar)
     if pca:
-        vectors = _pca(vectors, dim or vectors.shape[1])
+        vectors = pca_project(vectors, dim or vectors.shape[1])
     if zipf:
         vectors *= _zipf_weights(tokenizer, ids, token_counts)[:, None]
     table = np.zeros((tokenizer.get_vocab_size(), vectors.shape[1]), dtype=np.float32)
@@ -100,15 +100,21 @@ def _special_tokens(tokenizer: Tokenizer) -> tuple[list[int], list[int]]:
     raise ValueError("cannot tell which special tokens the tokenizer adds around a text")
 
 
+def without_normalize(encoder: SentenceEncoder) -> SentenceEncoder:
+    """`encoder`'s pipeline minus a final Normalize (the same modules, shared): a vector's length
+    carries its weight into PCA."""
+    modules = list(encoder)
+    if modules and isinstance(modules[-1], Normalize):
+        modules = modules[:-1]
+    return SentenceEncoder(modules, similarity_fn_name=encoder.similarity_fn_name, device=encoder.device)  # type: ignore[arg-type]
+
+
 def _embed_ids(
     encoder: SentenceEncoder, inputs: list[list[int]], batch_size: int, show_progress_bar: bool
 ) -> np.ndarray:
     """One vector per input (token ids with special tokens) through the encoder's pipeline, minus a
     final Normalize: a token's vector length carries its weight into PCA."""
-    modules = list(encoder)
-    if modules and isinstance(modules[-1], Normalize):
-        modules = modules[:-1]
-    body = SentenceEncoder(modules, similarity_fn_name=encoder.similarity_fn_name, device=encoder.device)  # type: ignore[arg-type]
+    body = without_normalize(encoder)
     out = np.zeros((len(inputs), body.get_embedding_dimension()), dtype=np.float32)
     bar = tqdm(total=len(inputs), desc="Distilling", unit="token", disable=not show_progress_bar)
     with bar:
@@ -121,7 +127,7 @@ def _embed_ids(
     return out
 
 
-def _pca(vectors: np.ndarray, dim: int) -> np.ndarray:
+def pca_project(vectors: np.ndarray, dim: int) -> np.ndarray:
     """Center and project onto the top `dim` principal components (eigenvectors of the covariance)."""
     dim = min(dim, vectors.shape[1])
     x = torch.from_numpy(vectors).double()
