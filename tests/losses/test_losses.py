@@ -27,6 +27,7 @@ from munjang.losses import (
     SoftmaxLoss,
     TripletLoss,
     embed,
+    merge_plan,
     pairwise_angle_similarity,
 )
 from munjang.modules import Pooling, Transformer
@@ -367,6 +368,27 @@ def test_forward_gives_a_scalar_with_gradients(model: SentenceEncoder) -> None:
     assert loss.dim() == 0 and loss.requires_grad
     assert [set(f) for f in features] == keys_before  # the caller's dicts are not written to
     assert [e.shape for e in embed(model, features)] == [(2, DIM), (2, DIM)]
+
+
+def test_merge_plan_shares_a_pass_only_where_it_pads_less_than_a_pass_costs() -> None:
+    assert merge_plan([20, 22], [16, 16]) == [[0, 1]]  # similar lengths: one pass
+    assert merge_plan([100, 25, 24], [64, 64, 64]) == [[0], [1, 2]]  # a long premise alone
+    assert merge_plan([30, 90, 31], [8, 8, 8], pass_cost=0) == [[1], [2], [0]]  # passes free: none shared
+    assert merge_plan([30, 90, 31], [8, 8, 8], pass_cost=10**6) == [[0, 1, 2]]
+
+
+def test_columns_embed_alike_in_one_pass_or_several(model: SentenceEncoder) -> None:
+    features = [
+        model.tokenize(["남자가 기타를 치고 있고 여자는 노래를 부르고 있다, 아주 긴 문장으로.", "A cat."]),
+        model.tokenize(["악기", "고양이"]),
+        model.tokenize(["노래", "개"]),
+    ]
+    model.eval()
+    with torch.no_grad():
+        shared = embed(model, features, pass_cost=10**6)
+        apart = embed(model, features, pass_cost=0)
+    for a, b in zip(shared, apart, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
 # -- configs and the registry ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Every loss is an `nn.Module` called as `loss(sentence_features, labels)`, where
 from __future__ import annotations
 
 from .angle import AnglELoss, pairwise_angle_similarity
-from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed
+from .base import DISTANCE_METRICS, SentenceLoss, distance_function, embed, merge_plan
 from .cached_gist_embed import CachedGISTEmbedLoss
 from .cached_multiple_negatives_ranking import CachedMultipleNegativesRankingLoss
 from .contrastive import ContrastiveLoss
@@ -62,5 +62,6 @@ __all__ = [
     "TripletLoss",
     "distance_function",
     "embed",
+    "merge_plan",
     "pairwise_angle_similarity",
 ]
