@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from munjang.applications import find_topics
-from munjang.applications.topic_plot import korean_font, plot_topics
+from munjang.applications.topic_plot import KOREAN_FONTS, korean_font, plot_topics
 from munjang.errors import MissingExtraError
 from tests.applications.test_topics import themed
 
@@ -32,6 +32,17 @@ def has_cjk_font() -> bool:
         return False
     listing = subprocess.run(["fc-list"], capture_output=True, text=True, check=False).stdout
     return any(name in listing for name in ("CJK KR", "Noto Sans KR", "NanumGothic"))
+
+
+@pytest.mark.skipif(not has_cjk_font(), reason="no font with Hangul is installed")
+def test_a_hangul_font_installed_after_matplotlib_listed_its_fonts_is_found(monkeypatch) -> None:
+    from matplotlib import font_manager
+
+    listed = font_manager.fontManager.ttflist
+    korean_files = {f.fname for f in listed if f.name in KOREAN_FONTS}
+    without = [f for f in listed if f.fname not in korean_files]  # the list cached before the install
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", without)
+    assert korean_font() in KOREAN_FONTS
 
 
 @pytest.mark.skipif(not has_cjk_font(), reason="no font with Hangul is installed")

@@ -30,9 +30,31 @@ KOREAN_FONTS = (
 )
 
 
+# Font file names that may hold one of KOREAN_FONTS (looked at when matplotlib's cached list has none).
+FONT_FILE_HINTS = ("cjk", "nanum", "noto", "malgun", "gothic")
+
+
 def korean_font() -> str | None:
-    """The name of an installed font that draws Hangul, or None."""
+    """The name of an installed font that draws Hangul, or None.
+
+    matplotlib lists the system's fonts once and caches the list, so a font installed after that is
+    missing from it; when the list has none of `KOREAN_FONTS`, the system's font files that may be one
+    are added to it and it is read again."""
     font_manager = require("matplotlib.font_manager")
+    name = _listed_korean_font(font_manager)
+    if name is None:
+        listed = {f.fname for f in font_manager.fontManager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path not in listed and any(hint in Path(path).name.lower() for hint in FONT_FILE_HINTS):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # a file matplotlib cannot read: not one
+                    continue
+        name = _listed_korean_font(font_manager)
+    return name
+
+
+def _listed_korean_font(font_manager: Any) -> str | None:
     installed = {f.name for f in font_manager.fontManager.ttflist}
     return next((name for name in KOREAN_FONTS if name in installed), None)
 
