@@ -131,11 +131,12 @@ def tokenlearn_static(
 
     table = source.embedding.weight.detach().float().clone()
     dim = table.shape[1]
-    encodings = source.tokenizer.encode_batch(texts, add_special_tokens=False)
-    keep = [i for i, e in enumerate(encodings) if e.ids]
+    bags = source.tokenize(texts)  # the ids the model reads in use, truncation included
+    per_text = np.split(bags["input_ids"].numpy(), bags["offsets"].numpy()[1:])
+    keep = [i for i, ids in enumerate(per_text) if len(ids)]
     if len(keep) < 2:
         raise ValueError("tokenlearn_static needs at least two texts with tokens")
-    token_ids = [np.asarray(encodings[i].ids, dtype=np.int64) for i in keep]
+    token_ids = [per_text[i] for i in keep]
     goal = pca_project(targets[keep], dim)  # centred; a rotation where the teacher has no more dimensions
     explained = float(np.var(goal, axis=0).sum() / max(np.var(targets[keep], axis=0).sum(), 1e-30))
 
