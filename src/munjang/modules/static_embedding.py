@@ -19,6 +19,7 @@ from torch import nn
 
 from ..errors import ModelLoadError
 from .base import Features, Module, load_safetensors_state
+from .cached_word_ids import CachedWordIds
 
 # Inputs longer than this are truncated when a tokenizer has no truncation of its own (a static model
 # has no position limit; this only bounds the work one very long text costs).
@@ -63,6 +64,7 @@ class StaticEmbedding(Module):
             )
         self.tokenizer = rust
         self.tokenizer.no_padding()
+        self._word_ids: CachedWordIds | None = None
 
     @property
     def output_dimension(self) -> int:
@@ -80,14 +82,13 @@ class StaticEmbedding(Module):
         return int(truncation["max_length"]) if truncation else NO_TRUNCATION
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        """Flat `input_ids` and per-text `offsets` (the EmbeddingBag input) for `texts`."""
-        # encode_batch_fast: the same ids without the character offsets a bag never reads (a fifth faster)
-        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
-        encodings = encode(list(texts), add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        offsets = np.zeros(len(encodings), dtype=np.int64)
+        """Flat `input_ids` and per-text `offsets` (the EmbeddingBag input) for `texts`: the tokenizer's
+        ids, assembled from cached per-word ids where that is exact (`CachedWordIds`)."""
+        if self._word_ids is None or self._word_ids.tokenizer is not self.tokenizer:
+            self._word_ids = CachedWordIds(self.tokenizer)
+        flat, lengths = self._word_ids.ids(texts)
+        offsets = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
-        flat = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
         return {"input_ids": torch.from_numpy(flat), "offsets": torch.from_numpy(offsets)}
 
     def forward(self, features: Features) -> Features:

@@ -1,0 +1,199 @@
+"""Token ids of texts assembled from the cached ids of their words, for the static tier.
+
+A static model's encoding costs little beyond tokenizing, and tokenizers that split on whitespace
+before anything else (WordPiece, SentencePiece's Metaspace) give every word the same ids wherever it
+appears. Words recur: 54k Korean and English training sentences hold 423k words, 105k of them
+distinct. So each distinct word is tokenized once, and a text's ids are its words' cached ids joined,
+several times faster than tokenizing the text again once its words have been seen.
+
+The shortcut must give exactly the tokenizer's ids, so it is checked on the tokenizer itself when
+first used: probe texts must come out the same both ways, or every text goes through the tokenizer
+(byte-level BPE, for one, marks word starts inside its tokens). Spacing and whitespace characters
+that a tokenizer treats otherwise (a trailing space SentencePiece keeps; vertical tab, which XLM-R's
+normalizer deletes instead of splitting on) are probed the same way, and a text holding one goes
+through the tokenizer, as does a text with a word the normalizer empties or cuts at its truncation.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Distinct words kept (about 200 bytes each); past it, new words are tokenized every time they appear.
+DEFAULT_MAX_WORDS = 2**19
+
+# New words tokenized per tokenizer call (joined by spaces), fewer where the tokenizer truncates short.
+WORDS_PER_CALL = 64
+
+# Texts the shortcut must reproduce before it is used: scripts, punctuation, digits, single spaces.
+PROBES = (
+    "a b",
+    "query: 안녕하세요, 세계! 오늘 날씨가 좋네요.",
+    "탈세 혐의로 기소된 그는 2023년 3월 14일, 서울중앙지법에 출석했다.",
+    "Don't stop — now... (really?) [yes] {ok} 3.14% of $1,234.56",
+    "日本語のテキスト 中文文本 emoji 😀👍🏽 ﬁ ① ㈜ ½",
+    "e\u0301 \u0301 combining",
+    "line\nbreak\ttab\rand\u00a0nbsp\u3000ideographic",
+)
+
+# Where a tokenizer may treat spacing otherwise (SentencePiece keeps a trailing "▁", or one for each
+# space of a run): (what a text must not contain for the shortcut, a probe). Each probe that comes out
+# differently sends the texts matching its pattern through the tokenizer.
+SPACING_PROBES = ((r"^\s", " a b"), (r"\s$", "a b "), (r"\s\s", "a  b"))
+
+
+_MISSING = b"missing"  # a lookup default that no cached value is (those hold 4 bytes per id)
+
+
+# The characters str.split() splits on (str.isspace), each probed against the tokenizer.
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+
+
+class CachedWordIds:
+    """`ids(texts)` -> (flat token ids, ids per text), equal to `tokenizer`'s ids without special
+    tokens and with its truncation, from per-word ids cached up to `max_words` words."""
+
+    def __init__(self, tokenizer: Any, max_words: int = DEFAULT_MAX_WORDS) -> None:
+        self.tokenizer = tokenizer
+        self.max_words = max_words
+        self._words: dict[str, bytes | None] = {}
+        self._lock = threading.Lock()
+        self._checked = False
+        self.enabled = False
+        self._unsafe: re.Pattern[str] | None = None
+        self._spacing_sensitive = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_words={}, _checked=False, enabled=False, _unsafe=None, _spacing_sensitive=False)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _whole(self, texts: list[str]) -> list[list[int]]:
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        return [e.ids for e in encode(texts, add_special_tokens=False)]
+
+    def _by_word(self, texts: list[str]) -> list[list[int]]:
+        """Ids joined word by word from fresh tokenizer calls (the check's side, no cache)."""
+        words = [t.split() for t in texts]
+        flat = self._whole([w for ws in words for w in ws])
+        out, start = [], 0
+        for ws in words:
+            out.append([i for ids in flat[start : start + len(ws)] for i in ids])
+            start += len(ws)
+        return out
+
+    def _check(self) -> None:
+        """Use the shortcut only where this tokenizer gives the same ids both ways."""
+        with self._lock:
+            if self._checked:
+                return
+            self.enabled = self._whole(list(PROBES)) == self._by_word(list(PROBES))
+            cases = [*SPACING_PROBES, *((re.escape(c), f"a{c}b가{c}나") for c in WHITESPACE)]
+            probes = [probe for _, probe in cases]
+            outcomes = zip(cases, self._whole(probes), self._by_word(probes), strict=True)
+            unsafe = [pattern for (pattern, _), whole, by_word in outcomes if whole != by_word]
+            self._unsafe = re.compile("|".join(unsafe)) if unsafe else None
+            self._spacing_sensitive = any(pattern in unsafe for pattern, _ in SPACING_PROBES)
+            self._checked = True
+
+    def _tokenize_words(self, missing: list[str]) -> dict[str, bytes | None]:
+        """Ids of new words as int32 bytes; None for a word whose ids may depend on its neighbours
+        (one the normalizer empties or puts spaces in, for a tokenizer that keeps spacing) or that the
+        tokenizer's truncation may have cut.
+
+        Words are tokenized WORDS_PER_CALL at a time, joined by single spaces (the check showed that
+        this gives each word's own ids), and each token goes to the word its character offsets end in:
+        one tokenizer result per word would cost more than the tokenizing itself."""
+        fresh: dict[str, bytes | None] = {}
+        normalizer = self.tokenizer.normalizer
+        if self._spacing_sensitive and normalizer is not None:
+            for w in missing:
+                normal = normalizer.normalize_str(w)
+                if not normal or any(c.isspace() for c in normal):
+                    fresh[w] = None
+            missing = [w for w in missing if w not in fresh]
+        truncation = self.tokenizer.truncation
+        limit = int(truncation["max_length"]) if truncation else None
+        per_call = WORDS_PER_CALL if limit is None else max(1, min(WORDS_PER_CALL, limit // 8))
+        chunks = [missing[i : i + per_call] for i in range(0, len(missing), per_call)]
+        alone: list[str] = []  # words of a call the tokenizer truncated, or whose tokens left no order
+        encodings = self.tokenizer.encode_batch(
+            [" ".join(chunk) for chunk in chunks], add_special_tokens=False
+        )
+        for chunk, encoding in zip(chunks, encodings, strict=True):
+            ids = np.asarray(encoding.ids, dtype=np.int32)
+            starts = np.cumsum([0] + [len(w) + 1 for w in chunk[:-1]])
+            ends = np.fromiter((end for _, end in encoding.offsets), dtype=np.int64, count=len(ids))
+            owner = np.searchsorted(starts, ends, side="right") - 1
+            if (limit is not None and len(ids) >= limit) or (len(owner) and np.any(np.diff(owner) < 0)):
+                alone += chunk
+                continue
+            bounds = np.searchsorted(owner, np.arange(len(chunk) + 1))
+            spans = zip(chunk, bounds[:-1], bounds[1:], strict=True)
+            fresh.update((w, ids[a:b].tobytes()) for w, a, b in spans)
+        for w, ids_of_w in zip(alone, self._whole(alone), strict=True):
+            cut = limit is not None and len(ids_of_w) >= limit
+            fresh[w] = None if cut else np.asarray(ids_of_w, dtype=np.int32).tobytes()
+        return fresh
+
+    def ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(flat int64 ids of all texts in order, int64 count per text)."""
+        if not self._checked:
+            self._check()
+        texts = list(texts)
+        per_text: list[bytes | None] = [None] * len(texts)
+        if not self.enabled:
+            return _flatten(self._fill(per_text, texts, range(len(texts))))
+        unsafe = self._unsafe
+        split = [None if unsafe and unsafe.search(t) else t.split() for t in texts]
+        words, miss = self._words, _MISSING
+        missing = list({w for ws in split if ws is not None for w in ws if w not in words})
+        fresh = self._tokenize_words(missing) if missing else {}
+        room = self.max_words - len(words)
+        if fresh and room > 0:
+            words.update(fresh if len(fresh) <= room else dict(list(fresh.items())[:room]))
+        truncation = self.tokenizer.truncation
+        limit = 4 * int(truncation["max_length"]) if truncation else None  # int32 ids: 4 bytes each
+        left = bool(truncation) and str(truncation.get("direction")).lower() == "left"
+        get, direct = words.get, []
+        for i, ws in enumerate(split):
+            if ws is None:
+                direct.append(i)
+                continue
+            try:
+                parts = [x if (x := get(w, miss)) is not miss else fresh[w] for w in ws]
+                joined = b"".join(parts)  # type: ignore[arg-type]  # None raises: see below
+            except TypeError:  # a word marked None: this text goes through the tokenizer
+                direct.append(i)
+                continue
+            if limit is not None and len(joined) > limit:
+                joined = joined[-limit:] if left else joined[:limit]
+            per_text[i] = joined
+        return _flatten(self._fill(per_text, texts, direct))
+
+    def _fill(
+        self, per_text: list[bytes | None], texts: list[str], which: Sequence[int]
+    ) -> list[bytes | None]:
+        """Put the tokenizer's own ids (with its truncation) for texts `which` into `per_text`."""
+        for i, ids in zip(which, self._whole([texts[i] for i in which]), strict=True):
+            per_text[i] = np.asarray(ids, dtype=np.int32).tobytes()
+        return per_text
+
+
+def _flatten(per_text: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+    parts = [p or b"" for p in per_text]
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)) // 4
+    return np.frombuffer(b"".join(parts), dtype=np.int32).astype(np.int64), lengths
