@@ -115,3 +115,19 @@ def test_a_pickled_copy_starts_empty_and_agrees(minilm_path: Path, sentences: li
     copy = pickle.loads(pickle.dumps(cache))
     assert not copy._words
     assert _cached_ids(copy, texts) == _tokenizer_ids(tok, texts)
+
+
+def test_a_static_model_can_keep_no_words(minilm_path: Path, sentences: list[str]) -> None:
+    from munjang.modules import StaticEmbedding
+
+    tok = Tokenizer.from_file(str(minilm_path / "tokenizer.json"))
+    static = StaticEmbedding(tok, embedding_dim=8)
+    texts = sentences[:100]
+    cached = static.tokenize(texts)
+    assert static._word_ids is not None and len(static._word_ids._words) > 100
+    static.word_cache_size = 0
+    bare = static.tokenize(texts)
+    assert static._word_ids is not None and not static._word_ids._words
+    for key in ("input_ids", "offsets"):
+        assert bare[key].tolist() == cached[key].tolist()
+    assert bare["input_ids"].tolist() == [i for ids in _tokenizer_ids(static.tokenizer, texts) for i in ids]

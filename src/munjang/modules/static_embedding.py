@@ -19,7 +19,7 @@ from torch import nn
 
 from ..errors import ModelLoadError
 from .base import Features, Module, load_safetensors_state
-from .cached_word_ids import CachedWordIds
+from .cached_word_ids import DEFAULT_MAX_WORDS, CachedWordIds
 
 # Inputs longer than this are truncated when a tokenizer has no truncation of its own (a static model
 # has no position limit; this only bounds the work one very long text costs).
@@ -64,6 +64,8 @@ class StaticEmbedding(Module):
             )
         self.tokenizer = rust
         self.tokenizer.no_padding()
+        # Distinct words whose token ids are kept (about 160 bytes each); 0 keeps none.
+        self.word_cache_size = DEFAULT_MAX_WORDS
         self._word_ids: CachedWordIds | None = None
 
     @property
@@ -84,9 +86,10 @@ class StaticEmbedding(Module):
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Flat `input_ids` and per-text `offsets` (the EmbeddingBag input) for `texts`: the tokenizer's
         ids, assembled from cached per-word ids where that is exact (`CachedWordIds`)."""
-        if self._word_ids is None or self._word_ids.tokenizer is not self.tokenizer:
-            self._word_ids = CachedWordIds(self.tokenizer)
-        flat, lengths = self._word_ids.ids(texts)
+        cache = self._word_ids
+        if cache is None or cache.tokenizer is not self.tokenizer or cache.max_words != self.word_cache_size:
+            self._word_ids = cache = CachedWordIds(self.tokenizer, max_words=self.word_cache_size)
+        flat, lengths = cache.ids(texts)
         offsets = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
         return {"input_ids": torch.from_numpy(flat), "offsets": torch.from_numpy(offsets)}
