@@ -53,6 +53,7 @@ CHUNKINGS: dict[str, dict[str, Any]] = {
     "window": {},
     "256": {"max_tokens": 256},
     "128": {"max_tokens": 128},
+    "64": {"max_tokens": 64},
     "late-128": {"max_tokens": 128, "late": True},
 }
 KS = (1, 3, 5, 10)
