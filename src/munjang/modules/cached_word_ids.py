@@ -188,6 +188,8 @@ class CachedWordIds:
         self, per_text: list[bytes | None], texts: list[str], which: Sequence[int]
     ) -> list[bytes | None]:
         """Put the tokenizer's own ids (with its truncation) for texts `which` into `per_text`."""
+        if not which:  # the usual case: no text needs the tokenizer, so no call into it
+            return per_text
         for i, ids in zip(which, self._whole([texts[i] for i in which]), strict=True):
             per_text[i] = np.asarray(ids, dtype=np.int32).tobytes()
         return per_text
