@@ -144,13 +144,13 @@ def test_openvino_bf16_runs_bf16_at_fp32_accuracy_or_says_why_not(backend, batch
         return
     be = backend("openvino", "bf16")
     out = be.token_embeddings(batch)
-    assert be._compiled.get_property("INFERENCE_PRECISION_HINT") == openvino.Type.bf16
+    assert be._model("LATENCY", False).get_property("INFERENCE_PRECISION_HINT") == openvino.Type.bf16
     assert out.dtype == torch.float32 and out.shape == reference.shape
     assert real_diff(out, reference, batch) > FP32_ATOL, "bf16 output identical to fp32: not bf16?"
     cosine = pooled_cosine(out, reference, batch["attention_mask"])
     assert float(cosine.mean()) >= 0.9999 and float(cosine.min()) >= 0.9995, cosine
     fp32 = backend("openvino", "fp32")
-    assert fp32._compiled.get_property("INFERENCE_PRECISION_HINT") == openvino.Type.f32
+    assert fp32._model("LATENCY", False).get_property("INFERENCE_PRECISION_HINT") == openvino.Type.f32
     assert fp32.model_path == be.model_path  # one cached graph serves both precisions
 
 

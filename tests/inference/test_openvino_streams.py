@@ -67,7 +67,7 @@ def test_streams_return_every_batch_in_order_and_equal_to_one_at_a_time(encoder,
     assert len(items) >= MIN_BATCHES_PER_STREAM * backend.streams
     got = list(backend.token_embeddings_many(iter(items)))
     assert [key for key, _, _ in got] == [key for key, _ in items]
-    assert backend._throughput is not None
+    assert ("THROUGHPUT", False) in backend._models
     for (_, batch, tokens), (_, original) in zip(got, items, strict=True):
         assert batch is original
         expected = backend.token_embeddings(batch)
@@ -81,14 +81,14 @@ def test_few_batches_take_the_latency_model(encoder) -> None:
     items = batches(encoder, len(TEXTS) // 2)  # 2 batches: fewer than two per stream
     got = list(fresh.token_embeddings_many(items))
     assert [key for key, _, _ in got] == [0, 1]
-    assert fresh._throughput is None
+    assert ("THROUGHPUT", False) not in fresh._models
 
 
 def test_one_thread_never_compiles_a_throughput_model(encoder) -> None:
     single = OpenVinoBackend(encoder.transformer, precision="fp32", threads=1)
     assert single.streams == 1
     got = list(single.token_embeddings_many(batches(encoder, 1)))
-    assert len(got) == len(TEXTS) and single._throughput is None
+    assert len(got) == len(TEXTS) and ("THROUGHPUT", False) not in single._models
 
 
 def test_an_empty_batch_keeps_its_place(encoder, backend) -> None:
@@ -123,7 +123,7 @@ def test_encode_through_streams_matches_torch_in_input_order(encoder) -> None:
     try:
         texts = TEXTS * 5
         streamed = encoder.encode(texts, batch_size=2)  # 30 batches on the throughput model
-        assert encoder.backend()._throughput is not None
+        assert ("THROUGHPUT", False) in encoder.backend()._models
         reference = encoder.encode(texts, backend="torch", precision="fp32")
         np.testing.assert_allclose(streamed, reference, atol=1e-4)
         whole = encoder.encode(texts)  # a single batch on the latency model
@@ -137,10 +137,10 @@ def test_warmup_builds_the_throughput_model_for_the_chosen_options(encoder) -> N
     try:
         backend = encoder.backend()
         assert isinstance(backend, OpenVinoBackend) and backend.threads == 3
-        assert backend._throughput is None
+        assert ("THROUGHPUT", False) not in backend._models
         encoder.warmup()
-        assert backend._throughput is not None
-        assert backend.streams == backend._throughput.get_property("NUM_STREAMS") >= 1
+        assert ("THROUGHPUT", False) in backend._models
+        assert backend.streams == backend._throughput_model().get_property("NUM_STREAMS") >= 1
         encoder.set_backend("openvino", "fp32", threads=2)
         assert encoder.backend() is not backend  # other options, another backend object
     finally:
@@ -171,3 +171,25 @@ def test_two_interleaved_calls_on_one_thread_do_not_share_requests(encoder, back
     for (_, batch, x), (_, _, y) in zip(got_first, got_second, strict=True):
         mask = batch["attention_mask"].bool()
         torch.testing.assert_close(x[mask], y[mask])
+
+
+def test_long_and_short_batches_run_on_their_own_graphs_in_input_order(encoder, monkeypatch) -> None:
+    from munjang.inference import openvino_backend
+
+    fresh = OpenVinoBackend(encoder.transformer, precision="fp32", threads=2)
+    items = batches(encoder, 1)
+    widths = [batch["input_ids"].shape[1] for _, batch in items]
+    threshold = sorted(widths)[len(widths) // 2]  # about half the batches count as long
+    monkeypatch.setattr(openvino_backend, "LONG_BATCH_TOKENS", threshold)
+    got = list(fresh.token_embeddings_many(items))
+    assert [key for key, _, _ in got] == [key for key, _ in items]
+    assert {("THROUGHPUT", False), ("THROUGHPUT", True)} <= set(fresh._models)
+    reference = OpenVinoBackend(encoder.transformer, precision="fp32", threads=1)  # one graph, no streams
+    for _, batch, tokens in got:
+        mask = batch["attention_mask"].bool()
+        expected = reference.token_embeddings(batch)
+        torch.testing.assert_close(tokens[mask], expected[mask], atol=1e-4, rtol=1e-4)
+        single = fresh.token_embeddings(batch)  # the latency graph of the batch's kind
+        torch.testing.assert_close(single[mask], expected[mask], atol=1e-4, rtol=1e-4)
+    assert ("LATENCY", True) in fresh._models and ("LATENCY", False) in fresh._models
+    assert max(widths) >= threshold > min(widths)

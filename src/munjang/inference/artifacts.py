@@ -41,7 +41,7 @@ from .base import BackendError
 logger = logging.getLogger(__name__)
 
 # Bump when the way artefacts are built changes, so files built the old way are rebuilt.
-ARTIFACT_FORMAT = 1
+ARTIFACT_FORMAT = 2
 LOCK_TIMEOUT_S = 1800.0
 _HASH_CHUNK = 1 << 22
 
