@@ -6,9 +6,9 @@ masked would give 0/0, replaces NaN in the softmax's output by 0:
 
     scores + Where(mask, 0, -inf) -> Softmax -> Where(IsNaN(p), 0, p) -> MatMul with V
 
-The guard costs two element-wise passes over every (batch, head, query, key) score, about 8 % of a
-short-sentence batch under OpenVINO bf16 (`bench/encode.py` measures the end-to-end effect), for rows
-that only a batch row with no real token at all would produce. With a finite mask value (-10000, the
+The guard costs two element-wise passes over every (batch, head, query, key) score (`bench/encode.py`
+measures the end-to-end effect), for rows that only a batch row with no real token at all would
+produce. With a finite mask value (-10000, the
 value BERT was trained with; exp underflows to exactly 0 for it in float32, bf16 and float16 alike)
 no row can be NaN, so the guard goes: real tokens get the same numbers, and a batch row with no real
 token attends as if nothing were masked instead of getting zeros, which pooling masks out anyway.

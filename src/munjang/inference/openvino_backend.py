@@ -53,9 +53,9 @@ logger = logging.getLogger(__name__)
 # splits the threads into streams that a single request cannot use).
 PERFORMANCE_HINT = "LATENCY"
 # Batches at least this many tokens wide run on graphs compiled with OpenVINO's snippets, which fuse each
-# attention block into one kernel: faster on long inputs (e5-small, 512 tokens: about 15 % more
-# passages/s), slower on the short ones sentences make (25 tokens: about 16 % fewer sentences/s), even
-# from 128 to 256 tokens. Narrower batches run on graphs compiled without them.
+# attention block into one kernel: faster on long passages, slower on the short inputs sentences make,
+# about even from 128 to 256 tokens (bench/openvino_snippets.py; figures in docs/benchmarks.md).
+# Narrower batches run on graphs compiled without them.
 LONG_BATCH_TOKENS = 192
 # A call with at least this many batches per stream runs on the throughput-compiled model, its batches
 # spread over streams of one or a few threads each: no stream waits for another at every layer, and
