@@ -126,6 +126,7 @@ class OpenVinoBackend:
                 "the openvino backend's bf16 needs a CPU with bf16 instructions (AVX-512 BF16 or AMX); "
                 "this one has none: use precision fp32 or int8"
             )
+        self._read: tuple[Path, Any] | None = None  # the graph last read, shared by its compilations
         self.model_path, compiled = open_artifact(
             transformer, model_folder, variant, lambda path: self._compile(core, path), "OpenVINO"
         )
@@ -150,14 +151,14 @@ class OpenVinoBackend:
     def _graph(self, core: Any, path: Path) -> Any:
         """The graph at `path`, read once: every compilation of it shares the constants that it uses
         as they are (the embedding table, for one) instead of reading its own copy."""
-        graph = getattr(self, "_read", None)
+        graph = self._read
         if graph is None or graph[0] != path:
             graph = self._read = (path, core.read_model(str(path)))
         return graph[1]
 
     def _model(self, hint: str, long: bool) -> Any:
         """The graph compiled with `hint` for batches of long (or short) inputs, built on first use
-        (each compilation holds its own copy of the weights)."""
+        (each compilation keeps its own packed copy of the weights it multiplies)."""
         with self._models_lock:
             compiled = self._models.get((hint, long))
             if compiled is None:
