@@ -26,6 +26,8 @@ only transformers < 4.58 while sentence-transformers 6 needs transformers >= 5: 
     python bench/encode.py                              # all-MiniLM-L6-v2, 10,000 English sentences
     python bench/encode.py --n 1000 --repeats 1         # a quick check
     python bench/encode.py --model multilingual-e5-small --lang ko --prompt "query: "
+    python bench/encode.py --model multilingual-e5-small --lang ko --corpus pages --prompt "passage: " \
+        --n 240 --latency 20                            # Korean document pages, up to 512 tokens
     python bench/encode.py --device cuda                # on a GPU: torch fp32 / fp16 / bf16, both libraries
 
 With `--device cuda` the table holds the torch systems on the GPU (munjang and sentence-transformers,
@@ -114,6 +116,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--n", type=int, default=10000, help="sentences in the corpus (default 10000)")
     p.add_argument("--lang", choices=("en", "ko", "mixed"), default="en", help="corpus language (default en)")
+    p.add_argument(
+        "--corpus",
+        choices=("sentences", "pages"),
+        default="sentences",
+        help="STS sentences (default), or AutoRAG-ko's Korean document pages, the first --n (with --lang ko)",
+    )
     p.add_argument("--repeats", type=int, default=3, help="timed rounds (default 3)")
     p.add_argument("--latency", type=int, default=200, help="single-sentence calls per system (default 200)")
     p.add_argument("--threads", type=int, default=None, help="threads per worker (default: torch's)")
@@ -131,6 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for key in ("n", "repeats", "latency"):
         if getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1")
+    if args.corpus == "pages" and args.lang != "ko":
+        p.error("--corpus pages holds Korean documents: use --lang ko")
     return args
 
 
@@ -258,7 +268,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # a name ("multilingual-e5-small") becomes its installed folder, which both libraries load
     model = str(resolve_model_path(args.model)) if args.model else str(embedded_default_path())
-    corpus = load_corpus(args.n, seed=0, lang=args.lang)
+    if args.corpus == "pages":
+        from autorag import load_autorag
+
+        corpus = list(load_autorag()[0].values())[: args.n]
+    else:
+        corpus = load_corpus(args.n, seed=0, lang=args.lang)
     sts_sentences, gold, pairs = sts_task(args.lang)
     latency = random.Random(1).sample(corpus, min(args.latency, len(corpus)))
     work = Path(tempfile.mkdtemp(prefix="munjang-encode-bench-"))
@@ -278,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = systems(args)
     print(
-        f"model {model}\ncorpus {len(corpus)} sentences ({args.lang}), {args.repeats} rounds, work dir {work}"
+        f"model {model}\ncorpus {len(corpus)} {args.corpus} ({args.lang}), {args.repeats} rounds, "
+        f"work dir {work}"
     )
     tokens = token_statistics(model, corpus, args.prompt)
     peaks = gemm_peaks() if args.device == "cpu" else {}
@@ -394,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": model,
         "n": len(corpus),
         "lang": args.lang,
+        "corpus": args.corpus,
         "device": args.device,
         "prompt": args.prompt,
         "repeats": args.repeats,
@@ -410,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         default = (
             f"encode-{args.lang}"
+            + ("-pages" if args.corpus == "pages" else "")
             + ("" if args.model is None else f"-{Path(model).name}")
             + ("-cuda" if args.device == "cuda" else "")
         )
