@@ -150,6 +150,28 @@ def test_lean_fp32_matches_the_hugging_face_forward(encoder):
     assert (lean[mask] - reference[mask]).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("fused_from", [0, 10**9], ids=["fused-attention", "two-matmuls"])
+def test_both_cpu_attention_paths_match_the_hugging_face_forward(encoder, monkeypatch, fused_from):
+    """Batches at least CPU_FUSED_ATTENTION_TOKENS wide take torch's fused kernel, narrower ones two
+    matmuls: each path on its own (the threshold forced) gives the reference numbers, and in bf16 stays
+    within the fp32 bar."""
+    from munjang.inference import torch_backend
+
+    monkeypatch.setattr(torch_backend, "CPU_FUSED_ATTENTION_TOKENS", fused_from)
+    batch = _batch(encoder, SENTENCES)
+    mask = batch["attention_mask"].bool()
+    assert not bool(mask.all()), "the batch must pad, so the mask is exercised"
+    with torch.inference_mode():
+        reference = encoder.transformer(dict(batch))["token_embeddings"]
+    model = encoder.transformer.auto_model
+    lean = LeanBertBackend(model, "fp32").token_embeddings(batch)
+    assert (lean[mask] - reference[mask]).abs().max() < 1e-5
+    half = LeanBertBackend(model, "bf16").token_embeddings(batch)
+    weights = mask[..., None].float()
+    pooled = [(t * weights).sum(1) / weights.sum(1) for t in (half, reference)]
+    assert torch.nn.functional.cosine_similarity(*pooled).min() >= 0.9995
+
+
 @pytest.mark.parametrize("kind", ["bert", "xlm-roberta"])
 def test_lean_fp32_matches_other_bert_family_models(kind):
     torch.manual_seed(0)

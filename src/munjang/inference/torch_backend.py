@@ -2,9 +2,10 @@
 
 `LeanBertBackend` recomputes a BERT / RoBERTa / XLM-R encoder from the loaded weights with what
 inference does not need taken out: one fused QKV matmul per layer, attention as two batched matmuls
-(faster than the fused CPU kernels for sentence-length inputs), the 1/sqrt(d) scale folded into the
-query weights, and — at `bf16`/`fp16` — half-precision matmuls with a float32 residual stream and
-float32 LayerNorm, so the result stays within ~1e-5 cosine of float32.
+for sentence-length inputs on the CPU and torch's fused kernel for longer ones and on CUDA
+(`CPU_FUSED_ATTENTION_TOKENS`), the 1/sqrt(d) scale folded into the query weights, and — at
+`bf16`/`fp16` — half-precision matmuls with a float32 residual stream and float32 LayerNorm, so the
+result stays within ~1e-5 cosine of float32.
 
 `HuggingFaceBackend` runs the model's own forward (under autocast for half precisions); it is the
 fallback for architectures the lean path does not know.
@@ -28,6 +29,10 @@ from .weights_state import weights_state
 HALF_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 LEAN_MODEL_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
 _ACTIVATIONS = {"gelu": "none", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh"}
+# On the CPU, batches at least this many tokens wide take torch's fused attention kernel: much faster
+# than two batched matmuls on long inputs, while on sentence-length ones the two matmuls are as fast or
+# faster (bench/torch_attention.py; figures in docs/benchmarks.md). On CUDA every batch takes it.
+CPU_FUSED_ATTENTION_TOKENS = 128
 # RoBERTa-family position ids start after the padding index.
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "camembert"}
 
@@ -178,7 +183,7 @@ class LeanBertBackend:
         dt = self.dtype
         qkv = F.linear(x.to(dt), w["wqkv"], w["bqkv"]).view(rows, width, 3, self.heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)
-        if x.is_cuda:
+        if x.is_cuda or width >= CPU_FUSED_ATTENTION_TOKENS:
             mask = None if additive is None else additive
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
         else:
