@@ -11,8 +11,10 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -109,6 +111,18 @@ def write_result(name: str, payload: dict[str, Any], env: dict[str, Any] | None 
     record = {"benchmark": name, "environment": environment() if env is None else env, **payload}
     path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def interleaved_rates(runs: dict[str, Callable[[], Any]], items: int, repeats: int) -> dict[str, float]:
+    """Items per second of each run (`items` per call), the median of `repeats` rounds in which every
+    run takes its turn, so that drift in the machine's speed falls on all of them alike."""
+    rounds: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            rounds[name].append(items / (time.perf_counter() - started))
+    return {name: round(statistics.median(values), 1) for name, values in rounds.items()}
 
 
 def rss_bytes(pid: int | str = "self") -> int:

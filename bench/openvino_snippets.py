@@ -12,9 +12,8 @@ Texts per second, median of --repeats rounds; each setting's speed as a ratio to
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from autorag import load_autorag
-from common import load_corpus, print_environment, write_result
+from common import interleaved_rates, load_corpus, print_environment, write_result
 from munjang.inference import openvino_backend
 
 MODEL = "multilingual-e5-small"
 WIDTHS = (0, 64, 128, 256, 512)  # 0: the Korean sentences, their own widths
 SETTINGS = {"never": 10**9, "always": 0, "munjang": openvino_backend.LONG_BATCH_TOKENS}
+
+
+def _encode(encoder: Any, threshold: int, texts: list[str]) -> None:
+    openvino_backend.LONG_BATCH_TOKENS = threshold
+    encoder.encode(texts, show_progress_bar=False)
 
 
 def speeds(sentences: list[str], pages: list[str], repeats: int) -> dict[str, dict[int, float]]:
@@ -38,19 +42,13 @@ def speeds(sentences: list[str], pages: list[str], repeats: int) -> dict[str, di
     out: dict[str, dict[int, float]] = {name: {} for name in SETTINGS}
     for width in WIDTHS:
         texts = sentences if width == 0 else pages[: min(len(pages), 240 * 512 // width)]
-        rounds: dict[str, list[float]] = {name: [] for name in SETTINGS}
         for name, encoder in encoders.items():
             openvino_backend.LONG_BATCH_TOKENS = SETTINGS[name]
             encoder.max_seq_length = 512 if width == 0 else width
             encoder.encode(texts[:200], show_progress_bar=False)  # compiles this width's graphs
-        for _ in range(repeats):
-            for name, encoder in encoders.items():
-                openvino_backend.LONG_BATCH_TOKENS = SETTINGS[name]
-                started = time.perf_counter()
-                encoder.encode(texts, show_progress_bar=False)
-                rounds[name].append(len(texts) / (time.perf_counter() - started))
-        for name, values in rounds.items():
-            out[name][width] = round(statistics.median(values), 1)
+        runs = {name: partial(_encode, encoder, SETTINGS[name], texts) for name, encoder in encoders.items()}
+        for name, rate in interleaved_rates(runs, len(texts), repeats).items():
+            out[name][width] = rate
         print(width, {name: out[name][width] for name in SETTINGS}, flush=True)
     return out
 

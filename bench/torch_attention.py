@@ -13,9 +13,8 @@ rounds; each setting's speed as a ratio to "never" (two batched matmuls).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from autorag import load_autorag
-from common import load_corpus, print_environment, write_result
+from common import interleaved_rates, load_corpus, print_environment, write_result
 from munjang.inference import torch_backend
 
 MODEL = "multilingual-e5-small"
 WIDTHS = (0, 128, 256, 512)  # 0: the Korean sentences, their own widths
 SETTINGS = {"never": 10**9, "always": 0, "munjang": torch_backend.CPU_FUSED_ATTENTION_TOKENS}
+
+
+def _encode(encoder: Any, threshold: int, texts: list[str]) -> None:
+    torch_backend.CPU_FUSED_ATTENTION_TOKENS = threshold
+    encoder.encode(texts, show_progress_bar=False)
 
 
 def speeds(
@@ -41,15 +45,9 @@ def speeds(
     for width in WIDTHS:
         texts = sentences if width == 0 else pages[: min(len(pages), 120 * 512 // width)]
         encoder.max_seq_length = 512 if width == 0 else width
-        rounds: dict[str, list[float]] = {name: [] for name in SETTINGS}
-        for _ in range(repeats):
-            for name, threshold in SETTINGS.items():
-                torch_backend.CPU_FUSED_ATTENTION_TOKENS = threshold
-                started = time.perf_counter()
-                encoder.encode(texts, show_progress_bar=False)
-                rounds[name].append(len(texts) / (time.perf_counter() - started))
-        for name, values in rounds.items():
-            out[name][width] = round(statistics.median(values), 1)
+        runs = {name: partial(_encode, encoder, threshold, texts) for name, threshold in SETTINGS.items()}
+        for name, rate in interleaved_rates(runs, len(texts), repeats).items():
+            out[name][width] = rate
         print(precision, width, {name: out[name][width] for name in SETTINGS}, flush=True)
     return out
 
