@@ -8,10 +8,10 @@ masked would give 0/0, replaces NaN in the softmax's output by 0:
 
 The guard costs two element-wise passes over every (batch, head, query, key) score (`bench/encode.py`
 measures the end-to-end effect), for rows that only a batch row with no real token at all would
-produce. With a finite mask value (-10000, the
-value BERT was trained with; exp underflows to exactly 0 for it in float32, bf16 and float16 alike)
-no row can be NaN, so the guard goes: real tokens get the same numbers, and a batch row with no real
-token attends as if nothing were masked instead of getting zeros, which pooling masks out anyway.
+produce. With a finite mask value (-10000, the value BERT was trained with; exp underflows to exactly
+0 for it in float32, bf16 and float16 alike) no row can be NaN, so the guard goes: real tokens get
+the same numbers, and a batch row with no real token attends as if nothing were masked instead of
+getting zeros, which pooling masks out anyway.
 
 Only the exact pattern is rewritten; anything else (another exporter's graph, a custom attention) is
 left as it is. `export_fp32` applies it before checking the graph against torch.
@@ -20,6 +20,7 @@ left as it is. `export_fp32` applies it before checking the graph against torch.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ def _constants(model: Any) -> dict[str, Any]:
     return tensors
 
 
-def _is(tensors: dict[str, Any], name: str, test: Any) -> bool:
+def _is(tensors: dict[str, Any], name: str, test: Callable[[np.ndarray], Any]) -> bool:
     """Whether `name` is a small float constant for which `test(value)` holds."""
     from onnx import numpy_helper
 
