@@ -56,7 +56,8 @@ def create(
     chunk_tokens: Annotated[
         int | None,
         typer.Option(
-            min=16, help="Split every document longer than this many tokens (default: the model's window)."
+            min=16,
+            help="Passage budget in tokens (default 128; BM25 reads each passage's window of the document).",
         ),
     ] = None,
     chunk_overlap: Annotated[
@@ -65,6 +66,9 @@ def create(
     chunking: Annotated[
         bool, typer.Option("--chunking/--no-chunking", help="Split documents longer than a passage.")
     ] = True,
+    lexical_context: Annotated[
+        str, typer.Option(help="What BM25 reads for a passage: window (of the document) or passage.")
+    ] = "window",
     late_chunking: Annotated[
         bool,
         typer.Option(
@@ -108,8 +112,9 @@ def create(
         hnsw=hnsw,
         chunking={
             "enabled": chunking,
-            "max_tokens": chunk_tokens,
+            **({} if chunk_tokens is None else {"max_tokens": chunk_tokens}),
             "overlap_tokens": chunk_overlap,
+            "lexical_context": lexical_context,
             "late": late_chunking,
         },
         device=device,

@@ -111,18 +111,43 @@ def test_the_title_is_carried_into_every_passage(backend: Backend, encoder) -> N
         assert col.upsert(["long"], [LONG], [{"title": "관광 책자"}]).encoded > 0
 
 
-def test_without_options_only_documents_over_the_window_are_split(tmp_path: Path, e5_path: Path) -> None:
+def test_without_options_passages_are_small_and_bm25_reads_their_window(
+    tmp_path: Path, e5_path: Path
+) -> None:
     col = Collection.create(tmp_path / "e5", str(e5_path))
-    assert col.chunking == ChunkingConfig()
-    page = " ".join(SENTENCES * 20)  # about 1,600 tokens: three windows of e5-small
+    assert col.chunking == ChunkingConfig() and col.chunking.max_tokens == 128
+    page = " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * 20))  # about 2,000 tokens
     col.add(["page", "line"], [page, SHORT])
     parts = _passages(col, "page")
-    assert len(parts) >= 3 and len(_passages(col, "line")) == 1
+    assert len(parts) >= 15 and len(_passages(col, "line")) == 1
+    # BM25 reads each passage with its window: the first two passages share the first window's tokens,
+    # which hold the words of both.
+    tokens = col.store.tokens_of([p.label for p in parts])
+    assert tokens[parts[0].label] == tokens[parts[1].label] and len(set(map(tuple, tokens.values()))) >= 4
     # The end of the page is searchable: its last passage is what a dense search for it finds.
     tail = page[parts[-1].start :]
     hit = col.search(tail[-200:], k=1, mode="dense")[0]
     assert hit.id == "page" and hit.chunk == parts[-1].chunk
     col.close()
+
+
+def test_a_collection_written_before_passage_budgets_keeps_window_passages(
+    tmp_path: Path, e5_path: Path
+) -> None:
+    folder = tmp_path / "old"
+    Collection.create(folder, str(e5_path)).close()
+    conn = sqlite3.connect(folder / "collection.db")
+    old = {"enabled": True, "max_tokens": None, "overlap_tokens": 32, "title_field": "title", "late": False}
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'chunking'", (json.dumps(old),))
+    conn.commit()
+    conn.close()
+    with Collection.open(folder) as col:
+        assert col.chunking.max_tokens is None and col.chunking.lexical_context == "passage"
+        page = " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * 20))
+        col.add(["page"], [page])
+        parts = _passages(col, "page")
+        assert 3 <= len(parts) <= 6  # windows of e5-small, as the collection was built
+        assert col.info()["chunking"]["lexical_context"] == "passage"
 
 
 def test_bad_chunking_settings_are_refused(tmp_path: Path, encoder) -> None:

@@ -83,7 +83,7 @@ class Collection(CollectionSearch, CollectionEncoding):
             raise CollectionError(
                 f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
             )
-        self.chunking = ChunkingConfig.from_mapping(self.config.get("chunking"))
+        self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
         self._planner: PassagePlanner | None = None
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
         self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
@@ -361,7 +361,10 @@ class Collection(CollectionSearch, CollectionEncoding):
         with self.m3.shared() if self.m3 is not None else nullcontext():  # bge-m3: one pass for all three
             to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
             extra = [(r, r.missing(self.store, hashes, encoded)) for r in self.extras.values() if passages]
-        tokens = self._tokenize(encoded) if passages else []
+        # Passages of one window share its text for BM25: each distinct text is tokenized once.
+        contexts = list(dict.fromkeys(p.lexical for _, p, _ in passages))
+        tokenized = dict(zip(contexts, self._tokenize(contexts) if contexts else [], strict=True))
+        tokens = [tokenized[p.lexical] for _, p, _ in passages]
         rows = [
             NewRow(
                 ids[i],

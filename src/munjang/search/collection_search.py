@@ -71,7 +71,8 @@ class CollectionSearch:
     def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
         """The query's lexical (BM25) terms that each hit's passage contains, in query order: why a
         keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
-        indexed them (their stored tokens), not tokenized again."""
+        indexed them (their stored tokens, with the default chunking those of the passage's window),
+        not tokenized again."""
         terms = list(dict.fromkeys(self._tokenizer()(query)))
         stored = self.store.tokens_of([h.label for h in hits])
         return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]

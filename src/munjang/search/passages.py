@@ -9,11 +9,24 @@ Each passage is encoded and BM25-tokenized with the document's title (metadata f
 present) in front, so a passage taken out of its page still says what the page is about; the stored
 passage text is the document's own text, so offsets point into it exactly.
 
+Two sizes are at work, because the two retrievers want different ones (bench/autorag.py measures it
+on AutoRAG-ko's pages, the one set of long Korean documents at hand). A dense vector of a long
+passage blurs what its parts say: e5-small finds the right page far more often from 128-token
+passages than from whole 512-token windows. BM25 wants the opposite: more of the page's words, and
+length normalisation over a fuller text, rank pages better than scoring each small passage alone.
+So a document is first cut into **windows** (the model's window) and each window into **passages**
+(`max_tokens`); each passage is stored, encoded and returned on its own (with its offsets), and is
+BM25-tokenized with the text of the window it was cut from (`lexical_context` "window"). A document
+that fits in one passage is one passage whatever the settings.
+
 Settings (`Collection.create(chunking=...)`, kept in the collection's configuration):
 - `enabled`: False stores every document whole, truncated by the model as it encodes it.
-- `max_tokens`: the passage budget. None (default): the model's window, so only documents that do
-  not fit are split; a number splits every document longer than it ("always chunk").
+- `max_tokens`: the passage budget (default 128; None: the model's window, so only documents that
+  do not fit are split).
 - `overlap_tokens`: whole sentences of the previous passage repeated at the start of the next.
+- `lexical_context`: "window" (default): BM25 reads each passage's window; "passage": the passage
+  alone. A collection written before this setting existed reads as "passage" with the window as
+  its budget, as it was built.
 - `title_field`: the metadata field carried into each passage as context (None: none).
 - `late`: late chunking (`late_chunking.py`): each passage's vector is pooled from a pass over a
   window of its document, so it carries the context around it.
@@ -30,11 +43,15 @@ from .store import text_hash
 
 CHUNKING_DEFAULTS: dict[str, Any] = {
     "enabled": True,
-    "max_tokens": None,
+    "max_tokens": 128,
     "overlap_tokens": 32,
+    "lexical_context": "window",
     "title_field": "title",
     "late": False,
 }
+# What a collection stored before `lexical_context` existed meant these (see the module docstring).
+LEGACY_CHUNKING: dict[str, Any] = {"max_tokens": None, "lexical_context": "passage"}
+LEXICAL_CONTEXTS = ("window", "passage")
 # Special tokens ([CLS] ... [SEP], <s> ... </s>) a transformer adds around every input.
 SPECIAL_TOKENS = 2
 
@@ -44,8 +61,9 @@ class ChunkingConfig:
     """How documents become passages (see the module docstring)."""
 
     enabled: bool = True
-    max_tokens: int | None = None
+    max_tokens: int | None = 128
     overlap_tokens: int = 32
+    lexical_context: str = "window"
     title_field: str | None = "title"
     late: bool = False
 
@@ -74,9 +92,20 @@ class ChunkingConfig:
             raise ValueError(f"chunking overlap_tokens must be an integer, not {config.overlap_tokens!r}")
         if config.overlap_tokens < 0:
             raise ValueError(f"chunking overlap_tokens must be >= 0, not {config.overlap_tokens}")
+        if config.lexical_context not in LEXICAL_CONTEXTS:
+            raise ValueError(
+                f"chunking lexical_context must be one of {', '.join(LEXICAL_CONTEXTS)}, "
+                f"not {config.lexical_context!r}"
+            )
         if config.title_field is not None and not isinstance(config.title_field, str):
             raise ValueError(f"chunking title_field must be a string or None, not {config.title_field!r}")
         return config
+
+    @classmethod
+    def from_stored(cls, values: Mapping[str, Any] | None) -> ChunkingConfig:
+        """The settings a collection was created with: what an older collection left out means what
+        it meant when it was written (LEGACY_CHUNKING), not today's default."""
+        return cls.from_mapping({**LEGACY_CHUNKING, **(values or {})})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,14 +113,21 @@ class ChunkingConfig:
 
 @dataclass(frozen=True)
 class Passage:
-    """One passage of a document: its number, span in the document, the text stored (the span) and
-    the text encoded and tokenized (the span with the title in front)."""
+    """One passage of a document: its number, span in the document, the text stored (the span), the
+    text encoded (the span with the title in front) and the text BM25 reads (`context`: the encoded
+    text, or its window with the title in front)."""
 
     chunk: int
     start: int
     end: int
     text: str
     encoded: str
+    context: str = ""
+
+    @property
+    def lexical(self) -> str:
+        """What BM25 tokenizes for this passage."""
+        return self.context or self.encoded
 
 
 def with_title(title: str | None, text: str) -> str:
@@ -152,11 +188,24 @@ class PassagePlanner:
             if size <= self.budget:
                 out.append([Passage(0, 0, len(text), text, whole)])
                 continue
-            room = max(self.budget - (self.count([f"{title}\n"])[0] if title else 0), 8)
-            chunker = Chunker(self.count, room, min(self.config.overlap_tokens, room // 2))
-            chunks = chunker.split(text)
-            out.append([Passage(c.index, c.start, c.end, c.text, with_title(title, c.text)) for c in chunks])
+            heading = self.count([f"{title}\n"])[0] if title else 0
+            windows = [(0, text)] if size <= self.window else self._split(text, self.window - heading)
+            passages: list[Passage] = []
+            for offset, window in windows:
+                context = with_title(title, window) if self.config.lexical_context == "window" else ""
+                tiled = self.budget >= self.window  # the windows are the passages
+                for start, part in [(0, window)] if tiled else self._split(window, self.budget - heading):
+                    begin, end = offset + start, offset + start + len(part)
+                    encoded_part = with_title(title, part)
+                    passages.append(Passage(len(passages), begin, end, part, encoded_part, context))
+            out.append(passages)
         return out
+
+    def _split(self, text: str, room: int) -> list[tuple[int, str]]:
+        """(offset, text) of the sentence-aligned chunks of `text` that fit `room` tokens."""
+        room = max(room, 8)
+        chunker = Chunker(self.count, room, min(self.config.overlap_tokens, room // 2))
+        return [(c.start, c.text) for c in chunker.split(text)]
 
     def late_vectors(
         self,

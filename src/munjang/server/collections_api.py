@@ -160,7 +160,10 @@ class CreateRequest(BaseModel):
     model: StrictStr | None = Field(default=None, description="A served model (default: the first).")
     index: Literal["exact", "hnsw"] = "exact"
     chunk_tokens: StrictInt | None = Field(
-        default=None, ge=16, le=8192, description="Passage budget in tokens (default: the model's window)."
+        default=None,
+        ge=16,
+        le=8192,
+        description="Passage budget in tokens (default 128; BM25 reads each passage's window).",
     )
     late_chunking: StrictBool = False
 
@@ -303,7 +306,9 @@ def add_collection_routes(
             raise APIError(404, f"model {model_name!r} is not served here", "model")
         source = encoder.model_folder or model_name
         db = settings.collections_db
-        chunking = {"max_tokens": parsed.chunk_tokens, "late": parsed.late_chunking}
+        chunking: dict[str, Any] = {"late": parsed.late_chunking}
+        if parsed.chunk_tokens is not None:
+            chunking["max_tokens"] = parsed.chunk_tokens
 
         where = parsed.name if db is not None else Path(cast(Path, settings.collections_dir)) / parsed.name
 
