@@ -1,16 +1,15 @@
 """AutoRAG-ko document retrieval through a munjang collection: 720 Korean OCR'd pages, 114 questions,
 each answered by one page. BM25 (Kiwi), dense (e5-small), the default hybrid, and hybrid + rerank
-(with --cross-encoder), each with pages added whole (the encoder truncates them at its window), split
-into passages where longer than the window (the default), split into smaller passages, and with late
-chunking. Recall@1/3/5/10 as AutoRAG computes it (the share of a question's pages found in the top
-k: comparable with the published table in ../shared/data/autorag-ko/README.md), nDCG@10, MRR@10,
-and search latency per question.
+(with --cross-encoder), for each way of cutting pages: added whole (the encoder truncates them at its
+window); the collection's default (128-token passages, each BM25-indexed with its window of the page,
+`passages.py`) and the same at 64 and 256 tokens; passages at the window, or at 256 / 128 / 64 tokens
+with BM25 over the passage alone; late chunking. Recall@1/3/5/10 as AutoRAG computes it (the share
+of a question's pages found in the top k: comparable with the published table in
+../shared/data/autorag-ko/README.md), nDCG@10, MRR@10, and search latency per question.
 
     python bench/autorag.py                         # every chunking setting, no rerank
-    python bench/autorag.py --chunking window --methods hybrid --cross-encoder runs/ce-korsts-e5/best \
+    python bench/autorag.py --chunking default --methods hybrid --cross-encoder runs/ce-korsts-e5/best \
         --name autorag_rerank
-    python bench/autorag.py --chunking window,128 --methods bm25,dense --split window:128 \
-        --name autorag_split      # BM25 over one passage size, dense over another, fused per page
     python bench/autorag.py --chunking window,128 --name autorag_colbert \
         --multi-vector-model ~/.cache/munjang/bench/korean-colbert-e5-small
 
@@ -47,14 +46,21 @@ from munjang.evaluation.retrieval import evaluate_rankings
 from munjang.search.collection import Collection
 
 MODEL = "multilingual-e5-small"
-# Name -> chunking settings of the collection. "whole": one passage per page, truncated by the model.
+# Name -> chunking settings of the collection. "whole": one passage per page, truncated by the model;
+# "default": the collection's default; "default-N": the same at N tokens; "window" and plain "N":
+# passages of that size, BM25 over each passage alone.
+ALONE = {"lexical_context": "passage"}
 CHUNKINGS: dict[str, dict[str, Any]] = {
     "whole": {"enabled": False},
-    "window": {},
-    "256": {"max_tokens": 256},
-    "128": {"max_tokens": 128},
-    "64": {"max_tokens": 64},
-    "late-128": {"max_tokens": 128, "late": True},
+    "default": {},
+    "default-64": {"max_tokens": 64},
+    "default-256": {"max_tokens": 256},
+    "window": {"max_tokens": None},
+    "256": {"max_tokens": 256, **ALONE},
+    "128": {"max_tokens": 128, **ALONE},
+    "64": {"max_tokens": 64, **ALONE},
+    "default-late": {"late": True},
+    "late-128": {"max_tokens": 128, "late": True, **ALONE},
 }
 KS = (1, 3, 5, 10)
 
@@ -98,29 +104,6 @@ def run_method(
         "mrr@10": round(metrics["mrr@10"], 4),
         "latency_ms_p50": round(1000 * latencies[len(latencies) // 2], 1),
         "latency_ms_p95": round(1000 * latencies[int(len(latencies) * 0.95)], 1),
-    }
-
-
-def split_sizes(
-    lexical: Collection, dense: Collection, questions: dict[str, str], relevant: dict[str, set[str]]
-) -> dict[str, Any]:
-    """Hybrid with BM25 from one collection and dense from another (other passage sizes), each
-    ranking pages (best passage), fused per page with the library's default weights and
-    normalization: the measure of an idea, not something a collection does."""
-    from munjang.search.collection_search import HYBRID_NORMALIZATION, HYBRID_WEIGHTS
-    from munjang.search.hybrid import fuse
-
-    rankings: dict[str, list[str]] = {}
-    for qid, text in questions.items():
-        pairs = ((dense, "dense"), (lexical, "lexical"))
-        lists = [[(h.id, h.score) for h in c.search(text, k=50, mode=m)] for c, m in pairs]
-        fused = fuse(lists, method="weighted", weights=HYBRID_WEIGHTS, normalization=HYBRID_NORMALIZATION)
-        rankings[qid] = [str(h.key) for h in fused[:10]]
-    metrics = evaluate_rankings(rankings, relevant, k_values=KS)
-    return {
-        **{f"recall@{k}": round(autorag_recall(rankings, relevant, k), 4) for k in KS},
-        "ndcg@10": round(metrics["ndcg@10"], 4),
-        "mrr@10": round(metrics["mrr@10"], 4),
     }
 
 
@@ -175,7 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
     parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
-    parser.add_argument("--split", default=None, help="LEX:DENSE chunking names for a split-size hybrid row")
     parser.add_argument(
         "--multi-vector-model",
         default=None,
@@ -236,17 +218,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         col.close()
         results[name] = row
-    if args.split:
-        lex_name, dense_name = args.split.split(":")
-        lex, _ = build(args.cache, lex_name, pages, encoder, False, multi_vector)
-        dense, _ = build(args.cache, dense_name, pages, encoder, False, multi_vector)
-        m = split_sizes(lex, dense, questions, relevant)
-        results[f"split bm25@{lex_name} dense@{dense_name}"] = m
-        print(
-            f"split bm25@{lex_name} dense@{dense_name}: R@1 {m['recall@1']:.3f} R@5 {m['recall@5']:.3f} "
-            f"nDCG@10 {m['ndcg@10']:.3f}",
-            flush=True,
-        )
     path = write_result(
         args.name,
         {
