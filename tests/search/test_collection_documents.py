@@ -14,17 +14,8 @@ import pytest
 from munjang.search.collection import Collection
 from munjang.search.passages import ChunkingConfig
 from tests.helpers.collection_backends import Backend
+from tests.helpers.documents import SENTENCES, numbered
 
-SENTENCES = [
-    "서울은 대한민국의 수도이며 인구가 가장 많은 도시이다.",
-    "한강이 도시의 가운데를 가로질러 흐른다.",
-    "부산은 남쪽 바다에 있는 항구 도시로 해운대 해수욕장이 유명하다.",
-    "고양이는 하루의 대부분을 잠으로 보낸다.",
-    "주식 시장은 금리 발표 뒤에 크게 흔들렸다.",
-    "The guitarist played a long solo on the festival stage.",
-    "기차는 아침 일곱 시에 서울역을 출발한다.",
-    "제주도는 화산섬으로 한라산이 섬의 중심에 있다.",
-]
 LONG = " ".join(SENTENCES * 3)  # well over a 32-token passage
 SHORT = "강아지가 공을 쫓는다."
 SMALL = {"max_tokens": 32, "overlap_tokens": 0}
@@ -101,6 +92,39 @@ def test_delete_and_upsert_act_on_whole_documents(backend: Backend, encoder) -> 
         assert col.search("제주도", k=5, mode="lexical", filter={"n": 1}) == []
 
 
+def test_bm25_counts_a_window_once_however_many_passages_share_it(backend: Backend, encoder) -> None:
+    from munjang.search.lexical import BM25Index
+
+    page = " ".join(SENTENCES[:4])  # one window, several 32-token passages reading it
+    with backend.create("docs", encoder=encoder, chunking={"max_tokens": 32, "overlap_tokens": 0}) as col:
+        col.add(
+            ["page", "a", "b"],
+            [page, "서울의 지하철 노선", "부산 바다와 서울 사이"],
+            [{"kind": "long"}, {"kind": "short"}, {"kind": "short"}],
+        )
+        passages = _passages(col, "page") + _passages(col, "a") + _passages(col, "b")
+        stored = col.store.tokens_of([p.label for p in passages])
+        texts = list(dict.fromkeys(tuple(stored[p.label]) for p in passages))
+        assert len(passages) >= len(texts) + 2  # passages of the page share its window's tokens
+        query = col._tokenizer()("서울 바다")
+        once = BM25Index(**col.config["lexical"])
+        once.index_tokens([list(t) for t in texts])
+        score = dict(zip(texts, once.get_scores_tokens(query), strict=True))
+        per_passage = BM25Index(**col.config["lexical"])
+        per_passage.index_tokens([stored[p.label] for p in passages])
+        assert not np.allclose(per_passage.get_scores_tokens(query)[-1], score[texts[-1]])
+        hits = col.search("서울 바다", k=20, mode="lexical", unit="passage")
+        assert {(h.id, h.chunk): h.score for h in hits} == pytest.approx(
+            {(p.id, p.chunk): score[tuple(stored[p.label])] for p in passages}
+        )
+        # A filter restricts the hits, never the scores; k counts passages.
+        short = col.search("서울 바다", k=20, mode="lexical", unit="passage", filter={"kind": "short"})
+        assert {h.id: h.score for h in short} == pytest.approx(
+            {p.id: score[tuple(stored[p.label])] for p in passages if p.id != "page"}
+        )
+        assert len(col.search("서울 바다", k=2, mode="lexical", unit="passage")) == 2
+
+
 def test_the_title_is_carried_into_every_passage(backend: Backend, encoder) -> None:
     with backend.create("docs", encoder=encoder, chunking=SMALL) as col:
         col.add(["long"], [LONG], [{"title": "여행 안내서"}])
@@ -116,7 +140,7 @@ def test_without_options_passages_are_small_and_bm25_reads_their_window(
 ) -> None:
     col = Collection.create(tmp_path / "e5", str(e5_path))
     assert col.chunking == ChunkingConfig() and col.chunking.max_tokens == 128
-    page = " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * 20))  # about 2,000 tokens
+    page = numbered(20)  # about 2,000 tokens
     col.add(["page", "line"], [page, SHORT])
     parts = _passages(col, "page")
     assert len(parts) >= 15 and len(_passages(col, "line")) == 1
@@ -143,7 +167,7 @@ def test_a_collection_written_before_passage_budgets_keeps_window_passages(
     conn.close()
     with Collection.open(folder) as col:
         assert col.chunking.max_tokens is None and col.chunking.lexical_context == "passage"
-        page = " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * 20))
+        page = numbered(20)
         col.add(["page"], [page])
         parts = _passages(col, "page")
         assert 3 <= len(parts) <= 6  # windows of e5-small, as the collection was built

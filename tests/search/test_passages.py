@@ -11,17 +11,7 @@ import pytest
 
 from munjang.search.chunking import token_counter
 from munjang.search.passages import CHUNKING_DEFAULTS, ChunkingConfig, PassagePlanner
-
-SENTENCES = [
-    "서울은 대한민국의 수도이며 인구가 가장 많은 도시이다.",
-    "한강이 도시의 가운데를 가로질러 흐른다.",
-    "부산은 남쪽 바다에 있는 항구 도시로 해운대 해수욕장이 유명하다.",
-    "고양이는 하루의 대부분을 잠으로 보낸다.",
-    "주식 시장은 금리 발표 뒤에 크게 흔들렸다.",
-    "The guitarist played a long solo on the festival stage.",
-    "기차는 아침 일곱 시에 서울역을 출발한다.",
-    "제주도는 화산섬으로 한라산이 섬의 중심에 있다.",
-]
+from tests.helpers.documents import SENTENCES, numbered
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +20,6 @@ def e5(e5_path: Path) -> Any:
     from transformers import AutoTokenizer
 
     return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(e5_path), max_seq_length=512)
-
-
-def numbered(times: int) -> str:
-    """The sentences repeated, each numbered so that no two windows read alike."""
-    return " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * times))
 
 
 def planner(e5: Any, **settings: Any) -> PassagePlanner:

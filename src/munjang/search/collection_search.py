@@ -243,15 +243,12 @@ class CollectionSearch:
         self, queries: list[str], k: int, allowed: np.ndarray | None
     ) -> list[list[tuple[int, float]]]:
         self.lexical.sync(self.store)
-        bm25, labels = self.lexical.current()
-        if len(labels) == 0:
+        if allowed is not None and len(allowed) == 0:
             return [[] for _ in queries]
         tokenizer = self._tokenizer()
-        rows = None if allowed is None else np.flatnonzero(np.isin(labels, allowed))
-        if rows is not None and len(rows) == 0:
-            return [[] for _ in queries]
-        hits = bm25.search_tokens([tokenizer(q) for q in queries], k, rows=rows)
-        return [[(int(labels[h.row]), float(h.score)) for h in row_hits] for row_hits in hits]
+        tokens = [tokenizer(q) for q in queries]
+        results: list[list[tuple[int, float]]] = self.lexical.search(tokens, k, allowed)
+        return results
 
     def _hits(
         self,

@@ -214,7 +214,13 @@ class DenseIndex:
 
 class LexicalIndex:
     """BM25 over the stored tokens; rebuilt from the store when it changed (bm25s has no
-    incremental add). The tokens are stored per document, so a rebuild never re-tokenizes.
+    incremental add). The tokens are stored per passage, so a rebuild never re-tokenizes.
+
+    The passages of one window of a document share their tokens (`passages.py`: BM25 reads each
+    passage with its window). BM25 holds each such text once, so its document frequencies and mean
+    length count a window once however many passages were cut from it, and a hit on it is a hit on
+    each of its passages, with the same score. Consecutive passages of one document with equal tokens
+    are one text; nothing else is merged.
 
     With `reopen` (a function that opens another connection to the same store), a rebuild after
     the first runs on a background thread while searches go on with the index as it was: a reader
@@ -225,6 +231,8 @@ class LexicalIndex:
         self.config = config
         self.bm25: Any = None
         self.labels = np.zeros(0, dtype=np.int64)
+        # Passage rows starts[t]:starts[t + 1] (into `labels`) share BM25 text t.
+        self.starts = np.zeros(1, dtype=np.int64)
         self.watermark: Watermark | None = None
         self._reopen = reopen
         self._lock = threading.Lock()
@@ -245,27 +253,49 @@ class LexicalIndex:
                 self._rebuilding.start()
         return False
 
-    def _build(self, store: Any) -> tuple[Any, np.ndarray, Watermark]:
+    def _build(self, store: Any) -> tuple[Any, np.ndarray, np.ndarray, Watermark]:
         from .lexical import BM25Index
 
         with store.snapshot():
             now = store.watermark()
-            labels, tokens = store.tokens()
+            labels, ids, tokens = store.tokens()
+        firsts = [
+            i for i in range(len(labels)) if i == 0 or ids[i] != ids[i - 1] or tokens[i] != tokens[i - 1]
+        ]
         bm25 = BM25Index(**self.config)
-        if tokens:
-            bm25.index_tokens(tokens)
-        return bm25, labels, now
+        if firsts:
+            bm25.index_tokens([tokens[i] for i in firsts])
+        return bm25, labels, np.asarray([*firsts, len(labels)], dtype=np.int64), now
 
-    def _install(self, bm25: Any, labels: np.ndarray, watermark: Watermark) -> None:
+    def _install(self, bm25: Any, labels: np.ndarray, starts: np.ndarray, watermark: Watermark) -> None:
         with self._lock:
             old = self.watermark
             if old is None or (watermark.label, watermark.deletion) >= (old.label, old.deletion):
-                self.bm25, self.labels, self.watermark = bm25, labels, watermark
+                self.bm25, self.labels, self.starts, self.watermark = bm25, labels, starts, watermark
 
-    def current(self) -> tuple[Any, np.ndarray]:
-        """The BM25 index and the labels of its rows, read together (a rebuild may swap them)."""
+    def search(
+        self, queries: list[list[str]], k: int, allowed: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]:
+        """The best `k` passages (label, BM25 score) for each tokenized query, among the `allowed`
+        labels when given: the best texts, each giving its passages in label order."""
         with self._lock:
-            return self.bm25, self.labels
+            bm25, labels, starts = self.bm25, self.labels, self.starts
+        if bm25 is None or len(labels) == 0:
+            return [[] for _ in queries]
+        keep = None if allowed is None else np.isin(labels, allowed)
+        texts = None
+        if keep is not None:
+            texts = np.unique(np.searchsorted(starts, np.flatnonzero(keep), side="right") - 1)
+            if len(texts) == 0:
+                return [[] for _ in queries]
+        out: list[list[tuple[int, float]]] = []
+        for hits in bm25.search_tokens(queries, k, rows=texts):
+            found: list[tuple[int, float]] = []
+            for hit in hits:
+                rows = range(int(starts[hit.row]), int(starts[hit.row + 1]))
+                found += [(int(labels[r]), float(hit.score)) for r in rows if keep is None or keep[r]]
+            out.append(found[:k])
+        return out
 
     def _rebuild(self) -> None:
         assert self._reopen is not None

@@ -399,9 +399,12 @@ class PostgresStore:
         ).fetchall()
         return {int(r[0]): list(r[1]) for r in rows}
 
-    def tokens(self) -> tuple[np.ndarray, list[list[str]]]:
-        rows = self.conn.execute(f"SELECT label, tokens FROM {self.t('documents')} ORDER BY label").fetchall()
-        return np.asarray([r[0] for r in rows], dtype=np.int64), [list(r[1]) for r in rows]
+    def tokens(self) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        rows = self.conn.execute(
+            f"SELECT label, id, tokens FROM {self.t('documents')} ORDER BY label"
+        ).fetchall()
+        labels = np.asarray([r[0] for r in rows], dtype=np.int64)
+        return labels, [str(r[1]) for r in rows], [list(r[2]) for r in rows]
 
     def deletions_after(self, seq: int) -> np.ndarray:
         rows = self.conn.execute(

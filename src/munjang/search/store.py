@@ -395,14 +395,17 @@ class DocumentStore:
                 out[int(label)] = json.loads(toks)
         return out
 
-    def tokens(self) -> tuple[np.ndarray, list[list[str]]]:
-        """(labels, tokens) of every document, in label order, for rebuilding BM25."""
+    def tokens(self) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        """(labels, document ids, tokens) of every passage, in label order, for rebuilding BM25."""
         labels: list[int] = []
+        ids: list[str] = []
         tokens: list[list[str]] = []
-        for label, toks in self.conn.execute("SELECT label, tokens FROM documents ORDER BY label"):
+        rows = self.conn.execute("SELECT label, id, tokens FROM documents ORDER BY label")
+        for label, doc_id, toks in rows:
             labels.append(label)
+            ids.append(doc_id)
             tokens.append(json.loads(toks))
-        return np.asarray(labels, dtype=np.int64), tokens
+        return np.asarray(labels, dtype=np.int64), ids, tokens
 
     def deletions_after(self, seq: int) -> np.ndarray:
         rows = self.conn.execute("SELECT label FROM deletions WHERE seq > ? ORDER BY seq", (seq,))
