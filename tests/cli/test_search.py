@@ -139,3 +139,19 @@ def test_eval_retrieval(tmp_path: Path, data_dir: Path, capsys, monkeypatch) -> 
     metrics = json.loads(out[out.index("{") :])
     assert code == 0 and metrics["evaluated_queries"] == 262
     assert 0.9 < metrics["cosine_ndcg@10"] <= 1.0
+
+
+def test_index_create_passage_settings(tmp_path: Path, capsys, monkeypatch) -> None:
+    from munjang.search.collection import Collection
+
+    plain, alone = str(tmp_path / "plain"), str(tmp_path / "alone")
+    assert run_cli(["index", "create", plain], capsys, monkeypatch)[0] == 0
+    options = ["--chunk-tokens", "64", "--lexical-context", "passage"]
+    assert run_cli(["index", "create", alone, *options], capsys, monkeypatch)[0] == 0
+    with Collection.open(plain) as col:
+        assert col.chunking.max_tokens == 128 and col.chunking.lexical_context == "window"
+    with Collection.open(alone) as col:
+        assert col.chunking.max_tokens == 64 and col.chunking.lexical_context == "passage"
+    bad = ["index", "create", str(tmp_path / "bad"), "--lexical-context", "page"]
+    code, _, err = run_cli(bad, capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "lexical_context must be one of window, passage" in err

@@ -212,6 +212,14 @@ def test_long_documents_are_searched_as_documents_showing_the_matched_passage(en
         assert len([h for h in passages if h["id"] == "page"]) > 1
         bad = client.post("/v1/collections", json={"name": "x", "chunk_tokens": 3}, headers=KEY)
         assert bad.status_code == 422 and "chunk_tokens" in bad.json()["error"]["message"]
+        # Without settings a collection gets the library's passages; BM25 may read a passage alone.
+        plain = client.post("/v1/collections", json={"name": "plain"}, headers=KEY).json()["chunking"]
+        assert plain["max_tokens"] == 128 and plain["lexical_context"] == "window"
+        request = {"name": "alone", "lexical_context": "passage"}
+        alone = client.post("/v1/collections", json=request, headers=KEY)
+        assert alone.status_code == 201 and alone.json()["chunking"]["lexical_context"] == "passage"
+        bad = client.post("/v1/collections", json={"name": "y", "lexical_context": "page"}, headers=KEY)
+        assert bad.status_code == 422 and "lexical_context" in bad.json()["error"]["message"]
 
 
 def test_serving_a_collection_loads_kiwi_before_any_write(encoder, tmp_path, monkeypatch):

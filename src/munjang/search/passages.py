@@ -11,14 +11,14 @@ passage text is the document's own text, so offsets point into it exactly.
 
 Two sizes are at work, because the two retrievers want different ones (bench/autorag.py measures it
 on AutoRAG-ko's pages, bench/long_documents.py on pages built from ParaKQC; 128 tokens loses least
-against the better size on either). A dense vector of a long
-passage blurs what its parts say: e5-small finds the right page far more often from 128-token
-passages than from whole 512-token windows. BM25 wants the opposite: more of the page's words, and
-length normalisation over a fuller text, rank pages better than scoring each small passage alone.
-So a document is first cut into **windows** (the model's window) and each window into **passages**
-(`max_tokens`); each passage is stored, encoded and returned on its own (with its offsets), and is
-BM25-tokenized with the text of the window it was cut from (`lexical_context` "window"). A document
-that fits in one passage is one passage whatever the settings.
+against the better size on either). A dense vector of a long passage blurs what its parts say:
+e5-small finds the right page far more often from 128-token passages than from whole 512-token
+windows. BM25 wants the opposite: more of the page's words, and length normalisation over a fuller
+text, rank pages better than scoring each small passage alone. So a document is first cut into
+**windows** (the model's window) and each window into **passages** (`max_tokens`); each passage is
+stored, encoded and returned on its own (with its offsets), and is BM25-tokenized with the text of
+the window it was cut from (`lexical_context` "window"; the lexical index counts a window once). A
+document that fits in one passage is one passage whatever the settings.
 
 Settings (`Collection.create(chunking=...)`, kept in the collection's configuration):
 - `enabled`: False stores every document whole, truncated by the model as it encodes it.
@@ -191,10 +191,10 @@ class PassagePlanner:
                 continue
             heading = self.count([f"{title}\n"])[0] if title else 0
             windows = [(0, text)] if size <= self.window else self._split(text, self.window - heading)
+            tiled = self.budget >= self.window  # the windows are the passages
             passages: list[Passage] = []
             for offset, window in windows:
                 context = with_title(title, window) if self.config.lexical_context == "window" else ""
-                tiled = self.budget >= self.window  # the windows are the passages
                 for start, part in [(0, window)] if tiled else self._split(window, self.budget - heading):
                     begin, end = offset + start, offset + start + len(part)
                     encoded_part = with_title(title, part)

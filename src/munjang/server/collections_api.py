@@ -165,6 +165,9 @@ class CreateRequest(BaseModel):
         le=8192,
         description="Passage budget in tokens (default 128; BM25 reads each passage's window).",
     )
+    lexical_context: Literal["window", "passage"] = Field(
+        default="window", description="What BM25 reads for a passage: its window of the document, or itself."
+    )
     late_chunking: StrictBool = False
 
 
@@ -306,7 +309,7 @@ def add_collection_routes(
             raise APIError(404, f"model {model_name!r} is not served here", "model")
         source = encoder.model_folder or model_name
         db = settings.collections_db
-        chunking: dict[str, Any] = {"late": parsed.late_chunking}
+        chunking: dict[str, Any] = {"late": parsed.late_chunking, "lexical_context": parsed.lexical_context}
         if parsed.chunk_tokens is not None:
             chunking["max_tokens"] = parsed.chunk_tokens
 
