@@ -184,8 +184,7 @@ class LeanBertBackend:
         qkv = F.linear(x.to(dt), w["wqkv"], w["bqkv"]).view(rows, width, 3, self.heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)
         if x.is_cuda or width >= CPU_FUSED_ATTENTION_TOKENS:
-            mask = None if additive is None else additive
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, scale=1.0)
         else:
             scores = torch.matmul(q, k.transpose(-1, -2))
             if additive is not None:
