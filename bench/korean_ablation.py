@@ -8,10 +8,13 @@ repeats it). Stages:
   - nli-softmax: KLUE-NLI train pairs (24,998), SoftmaxLoss over (u, v, |u - v|) as in the SBERT paper,
     1 epoch, batch 32, lr 2e-5;
   - nli-mnrl: KLUE-NLI (premise, entailed, contradicting) triplets, MultipleNegativesRankingLoss with the
-    contradiction as hard negative and scale 20 (SimCSE's temperature 0.05), 1 epoch, batch 64, lr 3e-5.
+    contradiction as hard negative and scale 20 (SimCSE's temperature 0.05), 1 epoch, batch 64, lr 3e-5;
+  - multitask: KorSTS (CoSENT), KLUE-NLI triplets (MNRL) and ParaKQC paraphrase pairs (MNRL), one batch
+    of each in turn (round robin), batch 16, lr 2e-5, 3 epochs.
 
 Configurations: sts | nli-softmax | nli-mnrl | nli-softmax -> sts | nli-mnrl -> sts (the ko-sbert-nli /
-KR-SBERT path: NLI first, then STS from the NLI stage's best/). Each stage keeps the step with the best
+KR-SBERT path: NLI first, then STS from the NLI stage's best/) | multitask (the ko-sroberta-multitask
+path, with the paraphrase sets). Each stage keeps the step with the best
 KorSTS dev Spearman (best/); the figures are KorSTS dev and test of that folder, reloaded. KorSTS test and
 KorNLI xnli.test.ko are never used to choose anything; the SoftmaxLoss head's NLI accuracy on
 xnli.test.ko is measured once, after training, with the head and weights of the last step.
@@ -20,7 +23,7 @@ All stages train with bf16 autocast (fp32 weights), the `query: ` prompt and fro
 A finished stage is not run again (its result is kept in its folder), and an interrupted stage resumes
 from its last checkpoint, so a stopped run goes on where it stopped.
 
-    python bench/korean_ablation.py                          # everything, ~2 h on 2 cores
+    python bench/korean_ablation.py                          # everything, ~3 h on 2 cores
     python bench/korean_ablation.py --only nli-mnrl,nli-mnrl+sts
 """
 
@@ -50,44 +53,79 @@ COMMON = {
 }
 
 
-# Each stage: (data file under the shared data folder, format, loss, training settings).
-STAGES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
-    "sts": (
-        "korsts/sts-train.tsv.gz",
-        "sts",
-        {"name": "cosent"},
-        {"epochs": 4, "batch_size": 16, "learning_rate": 2e-5, "eval_steps": 180},
-    ),
+# Each task: (data file under the shared data folder, or "parakqc-pairs" for pairs written from
+# ParaKQC by `parakqc_pairs`), format, loss.
+TASKS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "korsts": ("korsts/sts-train.tsv.gz", "sts", {"name": "cosent"}),
+    "klue-nli-pairs": ("klue-nli/klue-nli-train.jsonl.gz", "nli-pairs", {"name": "softmax"}),
+    "klue-nli-triplets": ("klue-nli/klue-nli-train.jsonl.gz", "nli-triplets", {"name": "mnrl", "scale": 20}),
+    "parakqc": ("parakqc-pairs", "table", {"name": "mnrl", "scale": 20}),
+}
+# Each stage: its tasks (several train in turn, one batch each: round robin) and training settings.
+STAGES: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "sts": (["korsts"], {"epochs": 4, "batch_size": 16, "learning_rate": 2e-5, "eval_steps": 180}),
     "nli-softmax": (
-        "klue-nli/klue-nli-train.jsonl.gz",
-        "nli-pairs",
-        {"name": "softmax"},
+        ["klue-nli-pairs"],
         {"epochs": 1, "batch_size": 32, "learning_rate": 2e-5, "eval_steps": 130},
     ),
     "nli-mnrl": (
-        "klue-nli/klue-nli-train.jsonl.gz",
-        "nli-triplets",
-        {"name": "mnrl", "scale": 20},
+        ["klue-nli-triplets"],
         {"epochs": 1, "batch_size": 64, "learning_rate": 3e-5, "eval_steps": 40},
     ),
+    "multitask": (
+        ["korsts", "klue-nli-triplets", "parakqc"],
+        {
+            "epochs": 3,
+            "batch_size": 16,
+            "learning_rate": 2e-5,
+            "eval_steps": 180,
+            "multi_task": "round_robin",
+        },
+    ),
 }
+# ParaKQC pairs per set: disjoint pairs of its sentences 1-6 (sentence 0 is the query of ParaKQC
+# retrieval in bench/korean_retrieval.py, so it is never trained on).
+PARAKQC_PAIRS_PER_SET = 3
+
+
+def parakqc_pairs(data: Path, out: Path) -> Path:
+    """ParaKQC as (anchor, positive) paraphrase pairs for MNRL, written to `out` (a TSV with a header):
+    PARAKQC_PAIRS_PER_SET disjoint pairs per set of 10 paraphrases."""
+    lines = (data / "parakqc" / "paraKQC_v1.txt").read_text(encoding="utf-8").splitlines()
+    sentences = [line.split("\t")[2].strip() for line in lines]
+    if len(sentences) % 10:
+        raise ValueError(f"paraKQC_v1.txt has {len(sentences)} lines, not sets of 10")
+    rows = ["anchor\tpositive"]
+    for start in range(0, len(sentences), 10):
+        for j in range(PARAKQC_PAIRS_PER_SET):
+            rows.append(f"{sentences[start + 1 + 2 * j]}\t{sentences[start + 2 + 2 * j]}")
+    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return out
 
 
 def stage_config(stage: str, model: str, output_dir: Path, data: Path) -> dict[str, Any]:
     """The training config (as `munjang train --config` reads it) of one stage."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}")
-    path, fmt, loss, training = STAGES[stage]
+    names, training = STAGES[stage]
     evaluators = [{"type": "sts", "name": "korsts-dev", "path": str(data / "korsts" / "sts-dev.tsv")}]
-    task_data: dict[str, Any] = {"path": str(data / path), "format": fmt}
-    if fmt != "sts":
-        task_data["format_options"] = KLUE
-    task = {"name": "korsts" if fmt == "sts" else "klue-nli", "data": task_data, "loss": loss}
+    tasks = []
+    for name in names:
+        path, fmt, loss = TASKS[name]
+        task_data: dict[str, Any] = {"format": fmt}
+        if name == "parakqc":
+            pairs = parakqc_pairs(data, output_dir / "parakqc-pairs.tsv")
+            task_data.update(path=str(pairs), columns=["anchor", "positive"])
+        else:
+            task_data["path"] = str(data / path)
+        if fmt.startswith("nli"):
+            task_data["format_options"] = KLUE
+        tasks.append({"name": name, "data": task_data, "loss": loss})
     training = {**COMMON, **training, "save_steps": training["eval_steps"]}
     return {
         "model": model,
         "output_dir": str(output_dir),
-        "tasks": [task],
+        "tasks": tasks,
         "evaluator": evaluators,
         "training": training,
     }
@@ -99,6 +137,7 @@ CONFIGURATIONS: dict[str, list[str]] = {
     "nli-mnrl": ["nli-mnrl"],
     "nli-softmax+sts": ["nli-softmax", "sts"],
     "nli-mnrl+sts": ["nli-mnrl", "sts"],
+    "multitask": ["multitask"],
 }
 
 
@@ -145,7 +184,7 @@ def run_stage(stage: str, model: str, folder: Path, data: Path) -> dict[str, Any
         "stage": stage,
         "from": model,
         "config": str(config_path),
-        "examples": plan["tasks"][0]["examples"],
+        "examples": {t["name"]: t["examples"] for t in plan["tasks"]},
         "steps": summary["global_step"],
         "best_step": summary["best_step"],
         "best_dev_during_training": round(float(summary["best_metric"]) * 100, 2),
