@@ -10,11 +10,13 @@ repeats it). Stages:
   - nli-mnrl: KLUE-NLI (premise, entailed, contradicting) triplets, MultipleNegativesRankingLoss with the
     contradiction as hard negative and scale 20 (SimCSE's temperature 0.05), 1 epoch, batch 64, lr 3e-5;
   - multitask: KorSTS (CoSENT), KLUE-NLI triplets (MNRL) and ParaKQC paraphrase pairs (MNRL), one batch
-    of each in turn (round robin), batch 16, lr 2e-5, 3 epochs.
+    of each in turn (round robin), batch 16, lr 2e-5, 3 epochs;
+  - multitask-xnli-size: munjang-ko-small's recipe (KorSTS and 830 NLI triplets in turn, 4 epochs) with
+    the first 830 KLUE-NLI triplets in place of KorNLI xnli.dev.ko's 830.
 
 Configurations: sts | nli-softmax | nli-mnrl | nli-softmax -> sts | nli-mnrl -> sts (the ko-sbert-nli /
 KR-SBERT path: NLI first, then STS from the NLI stage's best/) | multitask (the ko-sroberta-multitask
-path, with the paraphrase sets). Each stage keeps the step with the best
+path, with the paraphrase sets) | multitask-xnli-size. Each stage keeps the step with the best
 KorSTS dev Spearman (best/); the figures are KorSTS dev and test of that folder, reloaded. KorSTS test and
 KorNLI xnli.test.ko are never used to choose anything; the SoftmaxLoss head's NLI accuracy on
 xnli.test.ko is measured once, after training, with the head and weights of the last step.
@@ -61,8 +63,12 @@ TASKS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "klue-nli-triplets": ("klue-nli/klue-nli-train.jsonl.gz", "nli-triplets", {"name": "mnrl", "scale": 20}),
     "parakqc": ("parakqc-pairs", "table", {"name": "mnrl", "scale": 20}),
 }
-# Each stage: its tasks (several train in turn, one batch each: round robin) and training settings.
-STAGES: dict[str, tuple[list[str], dict[str, Any]]] = {
+# The KorNLI xnli.dev.ko triplets of munjang-ko-small's recipe (examples/korean_model.yaml): the
+# "multitask-xnli-size" stage takes as many KLUE-NLI triplets, to compare the two NLI sources at one share.
+XNLI_DEV_TRIPLETS = 830
+# Each stage: its tasks (a name, or (name, how many examples it keeps); several tasks train in turn,
+# one batch each: round robin) and training settings.
+STAGES: dict[str, tuple[list[str | tuple[str, int]], dict[str, Any]]] = {
     "sts": (["korsts"], {"epochs": 4, "batch_size": 16, "learning_rate": 2e-5, "eval_steps": 180}),
     "nli-softmax": (
         ["klue-nli-pairs"],
@@ -76,6 +82,16 @@ STAGES: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["korsts", "klue-nli-triplets", "parakqc"],
         {
             "epochs": 3,
+            "batch_size": 16,
+            "learning_rate": 2e-5,
+            "eval_steps": 180,
+            "multi_task": "round_robin",
+        },
+    ),
+    "multitask-xnli-size": (
+        ["korsts", ("klue-nli-triplets", XNLI_DEV_TRIPLETS)],
+        {
+            "epochs": 4,
             "batch_size": 16,
             "learning_rate": 2e-5,
             "eval_steps": 180,
@@ -110,7 +126,8 @@ def stage_config(stage: str, model: str, output_dir: Path, data: Path) -> dict[s
     names, training = STAGES[stage]
     evaluators = [{"type": "sts", "name": "korsts-dev", "path": str(data / "korsts" / "sts-dev.tsv")}]
     tasks = []
-    for name in names:
+    for entry in names:
+        name, limit = (entry, None) if isinstance(entry, str) else entry
         path, fmt, loss = TASKS[name]
         task_data: dict[str, Any] = {"format": fmt}
         if name == "parakqc":
@@ -120,7 +137,10 @@ def stage_config(stage: str, model: str, output_dir: Path, data: Path) -> dict[s
             task_data["path"] = str(data / path)
         if fmt.startswith("nli"):
             task_data["format_options"] = KLUE
-        tasks.append({"name": name, "data": task_data, "loss": loss})
+        task: dict[str, Any] = {"name": name, "data": task_data, "loss": loss}
+        if limit is not None:
+            task["limit"] = limit
+        tasks.append(task)
     training = {**COMMON, **training, "save_steps": training["eval_steps"]}
     return {
         "model": model,
@@ -138,6 +158,7 @@ CONFIGURATIONS: dict[str, list[str]] = {
     "nli-softmax+sts": ["nli-softmax", "sts"],
     "nli-mnrl+sts": ["nli-mnrl", "sts"],
     "multitask": ["multitask"],
+    "multitask-xnli-size": ["multitask-xnli-size"],
 }
 
 
