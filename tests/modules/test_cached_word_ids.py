@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 from munjang.data import read_sts
 from munjang.modules.cached_word_ids import WHITESPACE, CachedWordIds
@@ -24,6 +24,16 @@ ODD_TEXTS = [
     "가" * 700,  # one word longer than e5's truncation
     "단어 " * 600,  # a text longer than it
     "😀👍🏽 ﬁ ① ㈜ ½ e\u0301",
+]
+
+# Words XLM-R's normalizer empties ("\x01", "\x7f"), puts a space in ("a¨b", "x\u200dy") or maps to its
+# word-start mark ("a▁b"), among plain words in one text, so that they share a tokenizer call: a word
+# with no marked first token beside one with two would fool a mere count of the marks.
+MARK_TRAPS = [
+    " ".join(f"낱말{i}" for i in range(30))
+    + " \x01 a¨b \x7f 가▁나 x\u200dy ▁ "
+    + " ".join(map(str, range(30))),
+    "\x01\x07 한국어¨문장 ▁▁ 끝",
 ]
 
 
@@ -45,21 +55,28 @@ def sentences(data_dir: Path) -> list[str]:
     return [*dev.sentences1, *dev.sentences2, *english.sentences1[:300]]
 
 
-@pytest.fixture(scope="module", params=["e5", "minilm"])
+# e5: SentencePiece keeping spacing (Metaspace alone); e5-split: the same splitting on whitespace first,
+# as static models distilled from e5-small have it; minilm: WordPiece, no word-start marks.
+@pytest.fixture(scope="module", params=["e5", "e5-split", "minilm"])
 def tokenizer(request: pytest.FixtureRequest, e5_path: Path, minilm_path: Path) -> Tokenizer:
-    folder = e5_path if request.param == "e5" else minilm_path
+    folder = minilm_path if request.param == "minilm" else e5_path
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    if request.param == "e5-split":
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace()]
+        )
     tok.no_padding()
     tok.enable_truncation(512)
     return tok
 
 
 def test_ids_equal_the_tokenizer_cold_and_warm(tokenizer: Tokenizer, sentences: list[str]) -> None:
-    texts = ["query: " + s for s in sentences] + ODD_TEXTS
+    texts = ["query: " + s for s in sentences] + ODD_TEXTS + MARK_TRAPS
     want = _tokenizer_ids(tokenizer, texts)
     cache = CachedWordIds(tokenizer)
     assert _cached_ids(cache, texts) == want  # every word new
     assert cache.enabled and len(cache._words) > 1000
+    assert (cache._marks is not None) == (tokenizer.model.__class__.__name__ == "Unigram")
     assert _cached_ids(cache, texts) == want  # every word cached
     assert _cached_ids(cache, texts[::-1]) == want[::-1]
     assert max(len(ids) for ids in want) == 512  # truncation was exercised
@@ -131,3 +148,37 @@ def test_a_static_model_can_keep_no_words(minilm_path: Path, sentences: list[str
     for key in ("input_ids", "offsets"):
         assert bare[key].tolist() == cached[key].tolist()
     assert bare["input_ids"].tolist() == [i for ids in _tokenizer_ids(static.tokenizer, texts) for i in ids]
+
+
+def test_word_start_marks_give_each_word_its_tokens(e5_path: Path, sentences: list[str]) -> None:
+    """SentencePiece marks each word's first token, so new words are placed by their ids alone; the
+    words the normalizer empties, splits or marks go through the tokenizer one by one instead."""
+    tok = Tokenizer.from_file(str(e5_path / "tokenizer.json"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace()]
+    )
+    cache = CachedWordIds(tok)
+    cache.ids(["warm"])  # the check runs on first use
+    assert cache._marks is not None and cache._plain is not None and not cache._spacing_sensitive
+    mark, starts = cache._marks
+    assert mark == "\u2581" and starts[tok.token_to_id("\u2581가")] and not starts[tok.token_to_id("</s>")]
+    assert cache._odd_words(["\x01", "a¨b", "가▁나", "plain", "한국어"]) == {
+        "\x01": "spacing",
+        "a¨b": "spacing",
+        "가▁나": "spacing",  # XLM-R's normalizer turns its "▁" into a space
+    }
+    traps = ["\x01", "a¨b", "\x7f", "가▁나"]  # two words with no mark, two with two: as many as words
+    words = [*traps, *dict.fromkeys(w for s in sentences for w in s.split())][:400]
+    fresh = cache._tokenize_words(words)
+    got = {w: np.frombuffer(fresh[w] or b"", dtype=np.int32).tolist() for w in words}
+    assert got == dict(zip(words, _tokenizer_ids(tok, words), strict=True))
+
+
+def test_a_normalizer_that_rewrites_plain_characters_is_asked_for_every_word(e5_path: Path) -> None:
+    tok = Tokenizer.from_file(str(e5_path / "tokenizer.json"))
+    tok.normalizer = normalizers.Sequence([tok.normalizer, normalizers.Replace("-", " - ")])
+    texts = ["서울-부산 고속-도로 a-b-c 끝-", "-- - 가나다"]
+    cache = CachedWordIds(tok)
+    assert _cached_ids(cache, texts) == _tokenizer_ids(tok, texts)
+    assert cache._marks is not None and cache._plain is None
+    assert cache._odd_words(["서울-부산", "서울"]) == {"서울-부산": "spacing"}

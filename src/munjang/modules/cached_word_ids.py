@@ -12,13 +12,19 @@ first used: probe texts must come out the same both ways, or every text goes thr
 that a tokenizer treats otherwise (a trailing space SentencePiece keeps; vertical tab, which XLM-R's
 normalizer deletes instead of splitting on) are probed the same way, and a text holding one goes
 through the tokenizer, as does a text with a word the normalizer empties or cuts at its truncation.
+
+New words are tokenized many to a call, joined by spaces, and each token is given to its word. A
+SentencePiece tokenizer marks every word's first token (its "▁" prefix), so there the ids alone say
+where each word starts, checked per call by counting the marks; other tokenizers go by offsets.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Sequence
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
@@ -46,6 +52,11 @@ PROBES = (
 SPACING_PROBES = ((r"^\s", " a b"), (r"\s$", "a b "), (r"\s\s", "a  b"))
 
 
+# Printable ASCII and Hangul syllables: a word of these alone needs no look at its normal form where
+# the normalizer leaves them as they are (checked once per tokenizer).
+PLAIN_WORD = re.compile(r"[!-~\uac00-\ud7a3]+")
+PLAIN_CHARACTERS = "".join(map(chr, [*range(0x21, 0x7F), *range(0xAC00, 0xD7A4)]))
+
 _MISSING = b"missing"  # a lookup default that no cached value is (those hold 4 bytes per id)
 
 
@@ -70,10 +81,20 @@ class CachedWordIds:
         self.enabled = False
         self._unsafe: re.Pattern[str] | None = None
         self._spacing_sensitive = False
+        self._marks: tuple[str, np.ndarray] | None = None
+        self._plain: re.Pattern[str] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_words={}, _checked=False, enabled=False, _unsafe=None, _spacing_sensitive=False)
+        state.update(
+            _words={},
+            _checked=False,
+            enabled=False,
+            _unsafe=None,
+            _spacing_sensitive=False,
+            _marks=None,
+            _plain=None,
+        )
         del state["_lock"]
         return state
 
@@ -107,6 +128,10 @@ class CachedWordIds:
             unsafe = [pattern for (pattern, _), whole, by_word in outcomes if whole != by_word]
             self._unsafe = re.compile("|".join(unsafe)) if unsafe else None
             self._spacing_sensitive = any(pattern in unsafe for pattern, _ in SPACING_PROBES)
+            self._marks = word_start_marks(self.tokenizer)
+            normalizer = self.tokenizer.normalizer
+            kept = normalizer is None or normalizer.normalize_str(PLAIN_CHARACTERS) == PLAIN_CHARACTERS
+            self._plain = PLAIN_WORD if kept else None
             self._checked = True
 
     def _tokenize_words(self, missing: list[str]) -> dict[str, bytes | None]:
@@ -115,39 +140,55 @@ class CachedWordIds:
         tokenizer's truncation may have cut.
 
         Words are tokenized WORDS_PER_CALL at a time, joined by single spaces (the check showed that
-        this gives each word's own ids), and each token goes to the word its character offsets end in:
-        one tokenizer result per word would cost more than the tokenizing itself."""
+        this gives each word's own ids): one tokenizer result per word would cost more than the
+        tokenizing itself. Each token then goes to its word by the word-start marks where the
+        tokenizer has them (`_split_by_marks`), else by its offsets (`_split_by_offsets`). Words the
+        normalizer empties, splits or gives a mark of their own are kept out of the joined calls."""
         fresh: dict[str, bytes | None] = {}
-        normalizer = self.tokenizer.normalizer
-        if self._spacing_sensitive and normalizer is not None:
-            for w in missing:
-                normal = normalizer.normalize_str(w)
-                if not normal or any(c.isspace() for c in normal):
+        alone: list[str] = []  # tokenized one by one
+        marks = self._marks
+        if self._spacing_sensitive or marks is not None:
+            odd = self._odd_words(missing)
+            for w, why in odd.items():
+                if why == "spacing" and self._spacing_sensitive:
                     fresh[w] = None
-            missing = [w for w in missing if w not in fresh]
+                else:
+                    alone.append(w)
+            if odd:
+                missing = [w for w in missing if w not in odd]
         truncation = self.tokenizer.truncation
         limit = int(truncation["max_length"]) if truncation else None
         per_call = WORDS_PER_CALL if limit is None else max(1, min(WORDS_PER_CALL, limit // 8))
         chunks = [missing[i : i + per_call] for i in range(0, len(missing), per_call)]
-        alone: list[str] = []  # words of a call the tokenizer truncated, or whose tokens left no order
-        encodings = self.tokenizer.encode_batch(
-            [" ".join(chunk) for chunk in chunks], add_special_tokens=False
-        )
-        for chunk, encoding in zip(chunks, encodings, strict=True):
-            ids = np.asarray(encoding.ids, dtype=np.int32)
-            starts = np.cumsum([0] + [len(w) + 1 for w in chunk[:-1]])
-            ends = np.fromiter((end for _, end in encoding.offsets), dtype=np.int64, count=len(ids))
-            owner = np.searchsorted(starts, ends, side="right") - 1
-            if (limit is not None and len(ids) >= limit) or (len(owner) and np.any(np.diff(owner) < 0)):
-                alone += chunk
-                continue
-            bounds = np.searchsorted(owner, np.arange(len(chunk) + 1))
-            spans = zip(chunk, bounds[:-1], bounds[1:], strict=True)
-            fresh.update((w, ids[a:b].tobytes()) for w, a, b in spans)
+        joined = [" ".join(chunk) for chunk in chunks]
+        if marks is not None:  # the ids alone place the words: no offsets needed
+            encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+            alone += _split_by_marks(chunks, encode(joined, add_special_tokens=False), marks[1], limit, fresh)
+        else:
+            encodings = self.tokenizer.encode_batch(joined, add_special_tokens=False)
+            alone += _split_by_offsets(chunks, encodings, limit, fresh)
         for w, ids_of_w in zip(alone, self._whole(alone), strict=True):
             cut = limit is not None and len(ids_of_w) >= limit
             fresh[w] = None if cut else np.asarray(ids_of_w, dtype=np.int32).tobytes()
         return fresh
+
+    def _odd_words(self, words: list[str]) -> dict[str, str]:
+        """Words whose normal form is empty or holds whitespace ("spacing"), or holds the word-start
+        mark ("mark"): each may give a word other than one start and its own tokens. Words of plain
+        characters are skipped where the check showed the normalizer leaves those as they are."""
+        normalize = self.tokenizer.normalizer.normalize_str if self.tokenizer.normalizer else str
+        mark = self._marks[0] if self._marks is not None else None
+        plain = self._plain
+        odd: dict[str, str] = {}
+        for w in words:
+            if plain is not None and plain.fullmatch(w):
+                continue
+            normal = normalize(w)
+            if not normal or any(c.isspace() for c in normal):
+                odd[w] = "spacing"
+            elif mark is not None and mark in normal:
+                odd[w] = "mark"
+        return odd
 
     def ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(flat int64 ids of all texts in order, int64 count per text)."""
@@ -159,23 +200,27 @@ class CachedWordIds:
             return _flatten(self._fill(per_text, texts, range(len(texts))))
         unsafe = self._unsafe
         split = [None if unsafe and unsafe.search(t) else t.split() for t in texts]
-        words, miss = self._words, _MISSING
-        missing = list({w for ws in split if ws is not None for w in ws if w not in words})
+        words = self._words
+        missing = list(set(chain.from_iterable(ws for ws in split if ws is not None)).difference(words))
         fresh = self._tokenize_words(missing) if missing else {}
         room = self.max_words - len(words)
-        if fresh and room > 0:
-            words.update(fresh if len(fresh) <= room else dict(list(fresh.items())[:room]))
+        if len(fresh) <= room:
+            words.update(fresh)
+            get: Any = words.__getitem__
+        else:  # the cache is full: words it cannot hold come from this call's own ids
+            if room > 0:
+                words.update(dict(list(fresh.items())[:room]))
+            get = ChainLookup(words, fresh)
         truncation = self.tokenizer.truncation
         limit = 4 * int(truncation["max_length"]) if truncation else None  # int32 ids: 4 bytes each
         left = bool(truncation) and str(truncation.get("direction")).lower() == "left"
-        get, direct = words.get, []
+        direct = []
         for i, ws in enumerate(split):
             if ws is None:
                 direct.append(i)
                 continue
             try:
-                parts = [x if (x := get(w, miss)) is not miss else fresh[w] for w in ws]
-                joined = b"".join(parts)  # type: ignore[arg-type]  # None raises: see below
+                joined = b"".join(map(get, ws))
             except TypeError:  # a word marked None: this text goes through the tokenizer
                 direct.append(i)
                 continue
@@ -193,6 +238,89 @@ class CachedWordIds:
         for i, ids in zip(which, self._whole([texts[i] for i in which]), strict=True):
             per_text[i] = np.asarray(ids, dtype=np.int32).tobytes()
         return per_text
+
+
+class ChainLookup:
+    """`lookup(word)`: the cached ids, else those tokenized in this call (for a full cache)."""
+
+    def __init__(self, words: dict[str, bytes | None], fresh: dict[str, bytes | None]) -> None:
+        self.words, self.fresh = words, fresh
+
+    def __call__(self, word: str) -> bytes | None:
+        ids = self.words.get(word, _MISSING)
+        return self.fresh[word] if ids is _MISSING else ids
+
+
+def word_start_marks(tokenizer: Any) -> tuple[str, np.ndarray] | None:
+    """(the mark, per token id whether it begins a word): SentencePiece's Metaspace pre-tokenizer
+    (prepending its "▁" to every word and splitting there) makes the first token of each word, and
+    only that one, start with "▁", for words whose normal form holds no "▁" of its own. None for any
+    other tokenizer."""
+    pre_tokenizer = tokenizer.pre_tokenizer
+    if pre_tokenizer is None:
+        return None
+    spec = json.loads(pre_tokenizer.__getstate__())
+    parts = spec.get("pretokenizers", [spec]) if spec.get("type") == "Sequence" else [spec]
+    metaspace = [p for p in parts if p.get("type") == "Metaspace"]
+    if len(metaspace) != 1 or not metaspace[0].get("split", True):
+        return None
+    if metaspace[0].get("prepend_scheme", "always") != "always":
+        return None
+    mark = metaspace[0].get("replacement", "\u2581")
+    token = tokenizer.id_to_token  # one id at a time: 3x faster than building get_vocab()'s dict
+    size = tokenizer.get_vocab_size(with_added_tokens=True)
+    starts = np.fromiter(((token(i) or "").startswith(mark) for i in range(size)), dtype=bool, count=size)
+    return mark, starts
+
+
+def _split_by_marks(
+    chunks: list[list[str]],
+    encodings: list[Any],
+    starts: np.ndarray,
+    limit: int | None,
+    fresh: dict[str, bytes | None],
+) -> list[str]:
+    """Give each chunk's tokens to its words where every word's tokens begin with the one marked
+    token; a chunk whose marks do not number its words (a word the tokenizer gave no marked first
+    token, or two), or that the truncation may have cut, returns its words to be tokenized alone."""
+    alone: list[str] = []
+    kept_words: list[str] = []
+    kept_ids: list[np.ndarray] = []
+    for chunk, encoding in zip(chunks, encodings, strict=True):
+        ids = np.asarray(encoding.ids, dtype=np.int32)
+        marked = starts[ids]
+        whole = limit is None or len(ids) < limit
+        if whole and len(ids) and marked[0] and np.count_nonzero(marked) == len(chunk):
+            kept_words += chunk
+            kept_ids.append(ids)
+        else:
+            alone += chunk
+    if kept_ids:
+        flat = np.concatenate(kept_ids)
+        bounds = (np.append(np.flatnonzero(starts[flat]), len(flat)) * 4).tolist()
+        data = flat.tobytes()
+        fresh.update(zip(kept_words, (data[a:b] for a, b in pairwise(bounds)), strict=True))
+    return alone
+
+
+def _split_by_offsets(
+    chunks: list[list[str]], encodings: list[Any], limit: int | None, fresh: dict[str, bytes | None]
+) -> list[str]:
+    """Give each token to the word its character offsets end in; a chunk the truncation may have cut,
+    or whose tokens come out of word order, returns its words to be tokenized alone."""
+    alone: list[str] = []
+    for chunk, encoding in zip(chunks, encodings, strict=True):
+        ids = np.asarray(encoding.ids, dtype=np.int32)
+        starts = np.cumsum([0] + [len(w) + 1 for w in chunk[:-1]])
+        ends = np.fromiter((end for _, end in encoding.offsets), dtype=np.int64, count=len(ids))
+        owner = np.searchsorted(starts, ends, side="right") - 1
+        if (limit is not None and len(ids) >= limit) or (len(owner) and np.any(np.diff(owner) < 0)):
+            alone += chunk
+            continue
+        bounds = np.searchsorted(owner, np.arange(len(chunk) + 1))
+        spans = zip(chunk, bounds[:-1], bounds[1:], strict=True)
+        fresh.update((w, ids[a:b].tobytes()) for w, a, b in spans)
+    return alone
 
 
 def _flatten(per_text: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
