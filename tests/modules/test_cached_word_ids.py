@@ -160,8 +160,9 @@ def test_word_start_marks_give_each_word_its_tokens(e5_path: Path, sentences: li
     cache = CachedWordIds(tok)
     cache.ids(["warm"])  # the check runs on first use
     assert cache._marks is not None and cache._plain is not None and not cache._spacing_sensitive
-    mark, starts = cache._marks
-    assert mark == "\u2581" and starts[tok.token_to_id("\u2581가")] and not starts[tok.token_to_id("</s>")]
+    marks = cache._marks
+    ids = np.array([tok.token_to_id(t) for t in ("\u2581가", "</s>", "가", "\u2581")])
+    assert marks.mark == "\u2581" and marks(ids).tolist() == [True, False, False, True]
     assert cache._odd_words(["\x01", "a¨b", "가▁나", "plain", "한국어"]) == {
         "\x01": "spacing",
         "a¨b": "spacing",
@@ -182,3 +183,22 @@ def test_a_normalizer_that_rewrites_plain_characters_is_asked_for_every_word(e5_
     assert _cached_ids(cache, texts) == _tokenizer_ids(tok, texts)
     assert cache._marks is not None and cache._plain is None
     assert cache._odd_words(["서울-부산", "서울"]) == {"서울-부산": "spacing"}
+
+
+def test_a_call_whose_marks_do_not_number_its_words_is_not_split_by_them(e5_path: Path) -> None:
+    """The count of marks backs the filter: a call holding a word that gives no marked token (or
+    two) hands all its words back to be tokenized alone, and nothing of it is cached."""
+    from munjang.modules.cached_word_ids import _split_by_marks, word_start_marks
+
+    tok = Tokenizer.from_file(str(e5_path / "tokenizer.json"))
+    marks = word_start_marks(tok)
+    assert marks is not None
+    chunks = [["서울", "\x01", "부산"], ["a¨b", "대구"], ["광주", "대전"]]
+    encodings = tok.encode_batch([" ".join(c) for c in chunks], add_special_tokens=False)
+    fresh: dict[str, bytes | None] = {}
+    alone = _split_by_marks(chunks, encodings, marks, None, fresh)
+    assert alone == ["서울", "\x01", "부산", "a¨b", "대구"]
+    assert {w: np.frombuffer(b or b"", dtype=np.int32).tolist() for w, b in fresh.items()} == {
+        w: tok.encode(w, add_special_tokens=False).ids for w in ("광주", "대전")
+    }
+    assert _split_by_marks([["가나"]], tok.encode_batch(["가나"]), marks, 1, {}) == ["가나"]  # cut

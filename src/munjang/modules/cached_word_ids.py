@@ -81,7 +81,7 @@ class CachedWordIds:
         self.enabled = False
         self._unsafe: re.Pattern[str] | None = None
         self._spacing_sensitive = False
-        self._marks: tuple[str, np.ndarray] | None = None
+        self._marks: WordStartMarks | None = None
         self._plain: re.Pattern[str] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class CachedWordIds:
         joined = [" ".join(chunk) for chunk in chunks]
         if marks is not None:  # the ids alone place the words: no offsets needed
             encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
-            alone += _split_by_marks(chunks, encode(joined, add_special_tokens=False), marks[1], limit, fresh)
+            alone += _split_by_marks(chunks, encode(joined, add_special_tokens=False), marks, limit, fresh)
         else:
             encodings = self.tokenizer.encode_batch(joined, add_special_tokens=False)
             alone += _split_by_offsets(chunks, encodings, limit, fresh)
@@ -177,7 +177,7 @@ class CachedWordIds:
         mark ("mark"): each may give a word other than one start and its own tokens. Words of plain
         characters are skipped where the check showed the normalizer leaves those as they are."""
         normalize = self.tokenizer.normalizer.normalize_str if self.tokenizer.normalizer else str
-        mark = self._marks[0] if self._marks is not None else None
+        mark = self._marks.mark if self._marks is not None else None
         plain = self._plain
         odd: dict[str, str] = {}
         for w in words:
@@ -251,11 +251,29 @@ class ChainLookup:
         return self.fresh[word] if ids is _MISSING else ids
 
 
-def word_start_marks(tokenizer: Any) -> tuple[str, np.ndarray] | None:
-    """(the mark, per token id whether it begins a word): SentencePiece's Metaspace pre-tokenizer
-    (prepending its "▁" to every word and splitting there) makes the first token of each word, and
-    only that one, start with "▁", for words whose normal form holds no "▁" of its own. None for any
-    other tokenizer."""
+class WordStartMarks:
+    """`marks(ids)`: per token id, whether it begins a word. SentencePiece's Metaspace pre-tokenizer
+    (prepending its `mark`, "▁", to every word and splitting there) makes the first token of each word,
+    and only that one, start with the mark, for words whose normal form holds no mark of its own. Each
+    id is looked up the first time it is seen: the whole vocabulary would cost more than a pass."""
+
+    def __init__(self, tokenizer: Any, mark: str) -> None:
+        self.mark = mark
+        self._token = tokenizer.id_to_token
+        self._known = np.full(tokenizer.get_vocab_size(with_added_tokens=True), -1, dtype=np.int8)
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        known = self._known[ids]
+        if np.any(unknown := known < 0):
+            for i in np.unique(ids[unknown]).tolist():
+                self._known[i] = (self._token(i) or "").startswith(self.mark)
+            known = self._known[ids]
+        return known.astype(bool)
+
+
+def word_start_marks(tokenizer: Any) -> WordStartMarks | None:
+    """The word-start marks of a tokenizer whose pre-tokenizer is SentencePiece's Metaspace (one, that
+    splits and prepends its mark to every word); None for any other."""
     pre_tokenizer = tokenizer.pre_tokenizer
     if pre_tokenizer is None:
         return None
@@ -266,40 +284,37 @@ def word_start_marks(tokenizer: Any) -> tuple[str, np.ndarray] | None:
         return None
     if metaspace[0].get("prepend_scheme", "always") != "always":
         return None
-    mark = metaspace[0].get("replacement", "\u2581")
-    token = tokenizer.id_to_token  # one id at a time: 3x faster than building get_vocab()'s dict
-    size = tokenizer.get_vocab_size(with_added_tokens=True)
-    starts = np.fromiter(((token(i) or "").startswith(mark) for i in range(size)), dtype=bool, count=size)
-    return mark, starts
+    return WordStartMarks(tokenizer, metaspace[0].get("replacement", "\u2581"))
 
 
 def _split_by_marks(
     chunks: list[list[str]],
     encodings: list[Any],
-    starts: np.ndarray,
+    marks: WordStartMarks,
     limit: int | None,
     fresh: dict[str, bytes | None],
 ) -> list[str]:
     """Give each chunk's tokens to its words where every word's tokens begin with the one marked
     token; a chunk whose marks do not number its words (a word the tokenizer gave no marked first
     token, or two), or that the truncation may have cut, returns its words to be tokenized alone."""
-    alone: list[str] = []
-    kept_words: list[str] = []
-    kept_ids: list[np.ndarray] = []
-    for chunk, encoding in zip(chunks, encodings, strict=True):
-        ids = np.asarray(encoding.ids, dtype=np.int32)
-        marked = starts[ids]
-        whole = limit is None or len(ids) < limit
-        if whole and len(ids) and marked[0] and np.count_nonzero(marked) == len(chunk):
-            kept_words += chunk
-            kept_ids.append(ids)
-        else:
-            alone += chunk
-    if kept_ids:
-        flat = np.concatenate(kept_ids)
-        bounds = (np.append(np.flatnonzero(starts[flat]), len(flat)) * 4).tolist()
-        data = flat.tobytes()
-        fresh.update(zip(kept_words, (data[a:b] for a, b in pairwise(bounds)), strict=True))
+    arrays = [np.asarray(e.ids, dtype=np.int32) for e in encodings]
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
+    marked = marks(flat)
+    firsts = np.cumsum(lengths) - lengths
+    sizes = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    filled = lengths > 0
+    valid = filled & (lengths < (limit if limit is not None else np.iinfo(np.int64).max))
+    counts = np.add.reduceat(marked, firsts[filled], dtype=np.int64) if filled.any() else sizes[:0]
+    valid[filled] &= (counts == sizes[filled]) & marked[firsts[filled]]
+    alone = [w for chunk, ok in zip(chunks, valid.tolist(), strict=True) if not ok for w in chunk]
+    if valid.any():
+        keep = np.repeat(valid, lengths)
+        kept = flat[keep]
+        bounds = (np.append(np.flatnonzero(marked[keep]), len(kept)) * 4).tolist()
+        data = kept.tobytes()
+        words = [w for chunk, ok in zip(chunks, valid.tolist(), strict=True) if ok for w in chunk]
+        fresh.update(zip(words, (data[a:b] for a, b in pairwise(bounds)), strict=True))
     return alone
 
 
