@@ -167,7 +167,7 @@ class CachedWordIds:
         else:
             encodings = self.tokenizer.encode_batch(joined, add_special_tokens=False)
             alone += _split_by_offsets(chunks, encodings, limit, fresh)
-        for w, ids_of_w in zip(alone, self._whole(alone), strict=True):
+        for w, ids_of_w in zip(alone, self._whole(alone) if alone else [], strict=True):
             cut = limit is not None and len(ids_of_w) >= limit
             fresh[w] = None if cut else np.asarray(ids_of_w, dtype=np.int32).tobytes()
         return fresh
