@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return first_pass_only(args, env)
     from munjang.training.static_distill import distill_static
 
-    out = args.out or Path.home() / ".cache" / "munjang" / "bench" / f"e5-small-static-{args.dim}"
+    out = model_folder(args)
     teacher = munjang.load_encoder(MODEL)
     timing = out / "distill.json"
     if (out / "modules.json").exists() and timing.exists():
@@ -217,17 +217,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def model_folder(args: argparse.Namespace) -> Path:
+    """Where the distilled model is kept: --out, or a folder in munjang's cache named by its size."""
+    return args.out or Path.home() / ".cache" / "munjang" / "bench" / f"e5-small-static-{args.dim}"
+
+
 def first_pass_only(args: argparse.Namespace, env: dict[str, Any]) -> int:
     """The first pass alone, on the distilled model a full run left in --out."""
-    out = args.out or Path.home() / ".cache" / "munjang" / "bench" / f"e5-small-static-{args.dim}"
+    out = model_folder(args)
     if not (out / "modules.json").exists():
         raise SystemExit(f"error: no distilled model in {out}: run python bench/static_tier.py first")
     stream = tokenlearn_corpus()
     cold, second_half = first_pass(out, stream, args.first_pass_repeats)
     print(f"static, first pass over {len(stream)} distinct sentences: {cold} sentences/s,")
     print(f"its second half {second_half} sentences/s (median of {args.first_pass_repeats} fresh loads)")
-    result = {"sentences": len(stream), "repeats": args.first_pass_repeats, "sentences_per_s": cold}
-    result["second_half_sentences_per_s"] = second_half
+    result = {
+        "sentences": len(stream),
+        "repeats": args.first_pass_repeats,
+        "sentences_per_s": cold,
+        "second_half_sentences_per_s": second_half,
+    }
     path = write_result(args.name, {"munjang_source": munjang.__file__, "first_pass": result}, env)
     print(f"wrote {path}")
     return 0

@@ -308,13 +308,15 @@ def _split_by_marks(
     valid = filled & (lengths < (limit if limit is not None else np.iinfo(np.int64).max))
     counts = np.add.reduceat(marked, firsts[filled], dtype=np.int64) if filled.any() else sizes[:0]
     valid[filled] &= (counts == sizes[filled]) & marked[firsts[filled]]
-    alone = [w for chunk, ok in zip(chunks, valid.tolist(), strict=True) if not ok for w in chunk]
-    if valid.any():
+    alone: list[str] = []
+    words: list[str] = []
+    for chunk, ok in zip(chunks, valid.tolist(), strict=True):
+        (words if ok else alone).extend(chunk)
+    if words:
         keep = np.repeat(valid, lengths)
         kept = flat[keep]
         bounds = (np.append(np.flatnonzero(marked[keep]), len(kept)) * 4).tolist()
         data = kept.tobytes()
-        words = [w for chunk, ok in zip(chunks, valid.tolist(), strict=True) if ok for w in chunk]
         fresh.update(zip(words, (data[a:b] for a, b in pairwise(bounds)), strict=True))
     return alone
 
