@@ -73,6 +73,24 @@ def test_the_choice_meets_the_fp32_bar_on_the_calibration_set(auto_tiny):
     assert len(auto_tiny.auto_choice().trials) == len(autotune.candidates(torch.device("cpu")))
 
 
+def test_int8_is_never_a_candidate_but_stays_on_request(auto_tiny, monkeypatch):
+    """int8 fails the fp32 bar on every model measured, and its calibration would dominate a first
+    use: auto never builds it, while precision="int8" still runs it."""
+    monkeypatch.setattr(autotune, "runtime_available", lambda backend: True)
+    monkeypatch.setattr(autotune, "cpu_has_fast_bf16", lambda: True)
+    found = autotune.candidates(torch.device("cpu"))
+    assert found[0] == ("torch", "fp32")
+    assert {b for b, _ in found} == {"torch", "openvino", "onnx"}
+    assert all(p != "int8" for _, p in found), found
+    assert ("openvino", "bf16") in found and ("torch", "bf16") in found
+    assert not any(t.precision == "int8" for t in auto_tiny.auto_choice().trials)
+    assert auto_tiny.configuration("onnx", "int8") == ("onnx", "int8")
+    texts = ["A man is playing a guitar.", "서울의 날씨가 맑다."]
+    vectors = auto_tiny.encode(texts, backend="onnx", precision="int8")
+    exact = auto_tiny.encode(texts, backend="torch", precision="fp32")
+    assert cosines(vectors, exact).min() > 0.9
+
+
 def test_only_the_chosen_backend_stays_loaded(auto_cache, tiny_folder, tmp_path, monkeypatch):
     monkeypatch.setenv("MUNJANG_CACHE", str(tmp_path))  # nothing cached: every candidate is measured
     encoder = munjang.load_encoder(tiny_folder, device="cpu")

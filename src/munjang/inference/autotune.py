@@ -10,6 +10,11 @@ text; the accurate candidate with the highest throughput (best of `ROUNDS` inter
 busy moment hurts all candidates alike) is chosen. torch fp32 is the reference and always accurate,
 so there is always an answer.
 
+int8 is not a candidate. Its rounding error was above the bar on every model measured, static int8
+included (docs/benchmarks.md, the automatic choice's row), so it never won, while calibrating its
+static graph was most of a model's first use. It stays one argument away: `precision="int8"` with
+backend "openvino" or "onnx".
+
 The choice is cached in `$MUNJANG_CACHE/autotune/` under the model's weights fingerprint and the
 machine (CPU model and flags, cores, device, runtime versions): the next process reads it instead of
 measuring again; another machine, another runtime version or other weights measure afresh.
@@ -45,7 +50,7 @@ ROUNDS = 2
 # Measured again after the first round: candidates with at least this share of the fastest one's speed.
 CONTENDER = 0.6
 # Bump when the candidates, the calibration set or the bar change, so older choices are measured again.
-AUTOTUNE_FORMAT = 2
+AUTOTUNE_FORMAT = 3
 RELEVANT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
 
 # Measures one configuration: (backend, precision, texts) -> (L2-normalized vectors, seconds).
@@ -106,7 +111,8 @@ def candidates(device: torch.device) -> list[tuple[str, str]]:
     """The configurations worth measuring on `device`, reference (torch fp32) first.
 
     bf16 only where the CPU has bf16 instructions (elsewhere it is emulated, and slower than fp32);
-    ONNX Runtime and OpenVINO only where installed; on a GPU, torch's own precisions."""
+    ONNX Runtime and OpenVINO only where installed; on a GPU, torch's own precisions; never int8
+    (see the module's docstring)."""
     if device.type == "cuda":
         half = ["bf16"] if torch.cuda.is_bf16_supported() else []
         return [("torch", "fp32"), *[("torch", p) for p in [*half, "fp16"]]]
@@ -117,9 +123,9 @@ def candidates(device: torch.device) -> list[tuple[str, str]]:
     if bf16:
         found.append(("torch", "bf16"))
     if runtime_available("openvino"):
-        found += [("openvino", "fp32"), ("openvino", "int8")] + ([("openvino", "bf16")] if bf16 else [])
+        found += [("openvino", "fp32")] + ([("openvino", "bf16")] if bf16 else [])
     if runtime_available("onnx"):
-        found += [("onnx", "fp32"), ("onnx", "int8")]
+        found.append(("onnx", "fp32"))
     return found
 
 

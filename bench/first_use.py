@@ -1,0 +1,102 @@
+"""A model's first use on a machine: what `load_encoder(name)` and its first `encode` cost before any
+exported graph or automatic choice is cached (the automatic backend measures every candidate once),
+and the same in a second process that reads the cache.
+
+Each model runs in fresh processes with an empty `MUNJANG_CACHE`; a named model is copied into a
+temporary models folder without its exported graphs (`onnx/`), so nothing built earlier is reused.
+
+    python bench/first_use.py       # writes bench/results/first_use.json
+
+`--models` takes "default" (the embedded all-MiniLM-L6-v2) and installed model names
+(`munjang models pull multilingual-e5-small` first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import environment, print_environment, write_result
+from munjang.paths import models_root
+
+CHILD = """
+import json, sys, time
+start = time.perf_counter()
+import munjang
+name = sys.argv[1]
+model = munjang.load_encoder(None if name == "default" else name)
+loaded = time.perf_counter()
+model.encode(["첫 문장을 인코딩한다.", "The first sentence."])
+done = time.perf_counter()
+choice = model.auto_choice()
+print(json.dumps({
+    "load_s": round(loaded - start, 2),
+    "first_encode_s": round(done - loaded, 2),
+    "total_s": round(done - start, 2),
+    "chose": f"{choice.backend} {choice.precision}",
+    "cached": choice.cached,
+    "trials": [
+        {"config": f"{t.backend} {t.precision}", "mean_cosine": t.mean_cosine, "min_cosine": t.min_cosine,
+         "sentences_per_s": t.sentences_per_s, "error": t.error}
+        for t in choice.trials
+    ],
+}))
+"""
+
+
+def run_child(name: str, env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, name], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"error: {name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fresh_models_folder(name: str, root: Path) -> Path:
+    """A copy of the installed model without its exported graphs."""
+    source = models_root() / name
+    if not source.is_dir():
+        raise SystemExit(f"error: {name} is not installed; run `munjang models pull {name}` first")
+    shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("onnx", "openvino"))
+    return root
+
+
+def measure(name: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="munjang-first-use-") as tmp:
+        env = {**os.environ, "MUNJANG_CACHE": str(Path(tmp) / "cache")}
+        env.pop("MUNJANG_ENCODE_BACKEND", None)
+        if name != "default":
+            env["MUNJANG_MODELS"] = str(fresh_models_folder(name, Path(tmp) / "models"))
+        first = run_child(name, env)
+        again = run_child(name, env)
+    print(
+        f"{name}: first use {first['total_s']:.1f} s (load {first['load_s']:.1f} s, first encode "
+        f"{first['first_encode_s']:.1f} s, chose {first['chose']}); cached {again['total_s']:.1f} s"
+    )
+    for trial in first["trials"]:
+        print(f"  {trial}")
+    return {"first": first, "cached": again}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="default,multilingual-e5-small")
+    parser.add_argument("--name", default="first_use")
+    args = parser.parse_args(argv)
+    env = print_environment(environment())
+    results = {name: measure(name) for name in args.models.split(",")}
+    write_result(args.name, {"models": results}, env)
+
+
+if __name__ == "__main__":
+    main()
