@@ -1,11 +1,13 @@
 """A model's first use on a machine: what `load_encoder(name)` and its first `encode` cost before any
 exported graph or automatic choice is cached (the automatic backend measures every candidate once),
-and the same in a second process that reads the cache.
+and the same in a second process that reads the cache; with --serve, the same for what `make run`
+starts (`munjang serve --demo`): seconds until it answers an embedding request for each model.
 
 Each model runs in fresh processes with an empty `MUNJANG_CACHE`; a named model is copied into a
 temporary models folder without its exported graphs (`onnx/`), so nothing built earlier is reused.
 
-    python bench/first_use.py       # writes bench/results/first_use.json
+    python bench/first_use.py           # writes bench/results/first_use.json
+    python bench/first_use.py --serve   # writes bench/results/first_use_serve.json
 
 `--models` takes "default" (the embedded all-MiniLM-L6-v2) and installed model names
 (`munjang models pull multilingual-e5-small` first).
@@ -20,12 +22,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import environment, print_environment, write_result
+from common import environment, print_environment, running_server, write_result
 from munjang.paths import models_root
 
 CHILD = """
@@ -88,14 +91,44 @@ def measure(name: str) -> dict[str, Any]:
     return {"first": first, "cached": again}
 
 
+def serve_first_start(names: list[str]) -> dict[str, Any]:
+    """Seconds from starting `munjang serve --demo` with empty caches until each of its models has
+    answered an embedding request (the server measures its models' backends before it is healthy)."""
+    import httpx
+
+    with tempfile.TemporaryDirectory(prefix="munjang-first-serve-") as tmp:
+        env = {**os.environ, "MUNJANG_CACHE": str(Path(tmp) / "cache")}
+        env.pop("MUNJANG_ENCODE_BACKEND", None)
+        env["MUNJANG_MODELS"] = str(Path(tmp) / "models")
+        for name in names:
+            if name != "default":
+                fresh_models_folder(name, Path(tmp) / "models")
+        start = time.perf_counter()
+        with running_server(["--demo"], env=env) as (url, _):
+            healthy = time.perf_counter() - start
+            models = [m["id"] for m in httpx.get(f"{url}/v1/models", timeout=60).json()["data"]]
+            for model in models:
+                body = {"input": "첫 요청", "model": model}
+                httpx.post(f"{url}/v1/embeddings", json=body, timeout=600).raise_for_status()
+            answered = time.perf_counter() - start
+    listed = ", ".join(models)
+    print(f"munjang serve --demo ({listed}): healthy at {healthy:.1f} s, all answered at {answered:.1f} s")
+    return {"models": models, "healthy_s": round(healthy, 2), "every_model_answered_s": round(answered, 2)}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="default,multilingual-e5-small")
-    parser.add_argument("--name", default="first_use")
+    parser.add_argument("--serve", action="store_true", help="time `munjang serve --demo` instead")
+    parser.add_argument("--name", default=None, help="result name (default first_use, or first_use_serve)")
     args = parser.parse_args(argv)
     env = print_environment(environment())
+    if args.serve:
+        names = ["multilingual-e5-small"]  # the demo's named model; MiniLM is embedded
+        write_result(args.name or "first_use_serve", {"serve": serve_first_start(names)}, env)
+        return
     results = {name: measure(name) for name in args.models.split(",")}
-    write_result(args.name, {"models": results}, env)
+    write_result(args.name or "first_use", {"models": results}, env)
 
 
 if __name__ == "__main__":
