@@ -483,6 +483,8 @@ def info(
                 speed = "-" if t["sentences_per_s"] is None else f"{t['sentences_per_s']:,.0f}/s"
                 accuracy = t["error"] or f"cosine mean {t['mean_cosine']:.6f} min {t['min_cosine']:.5f}"
                 typer.echo(f"{'':<20}   {t['backend'] + ' ' + t['precision']:<15} {speed:>9}  {accuracy}")
+            if value.get("not_measured"):
+                typer.echo(f"{'':<20}   {value['not_measured']}")
             continue
         typer.echo(f"{key:<20} {value}")
 

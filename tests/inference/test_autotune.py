@@ -209,5 +209,7 @@ def test_munjang_info_says_what_auto_chose(auto_tiny, tiny_folder, capsys, monke
     assert (details["backend"], details["precision"]) == (choice.backend, choice.precision)
     assert details["chosen_by"]["chosen_by"] == "auto (read from the cache)"
     assert details["chosen_by"]["trials"][0]["backend"] == "torch"
+    assert details["chosen_by"]["not_measured"].startswith("int8: not a candidate")
     code, out, err = run_cli(["info", str(tiny_folder)], capsys, monkeypatch)
     assert code == 0 and f"{choice.backend} {choice.precision}" in out and "cosine mean" in out
+    assert "int8: not a candidate" in out and "precision int8 runs it" in out

@@ -51,6 +51,11 @@ ROUNDS = 2
 CONTENDER = 0.6
 # Bump when the candidates, the calibration set or the bar change, so older choices are measured again.
 AUTOTUNE_FORMAT = 3
+# What `munjang info` says beside the trials, so nobody wonders where int8 went.
+NOT_MEASURED = (
+    "int8: not a candidate (its rounding error was above this bar on every model measured); "
+    "backend openvino (or onnx) with precision int8 runs it"
+)
 RELEVANT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
 
 # Measures one configuration: (backend, precision, texts) -> (L2-normalized vectors, seconds).
@@ -98,6 +103,7 @@ class Choice:
             "measured_at": self.measured_at,
             "bar": {"mean_cosine": MEAN_COSINE, "min_cosine": MIN_COSINE},
             "trials": [asdict(t) for t in self.trials],
+            "not_measured": NOT_MEASURED,
         }
 
 
