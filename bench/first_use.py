@@ -65,21 +65,23 @@ def run_child(name: str, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def fresh_models_folder(name: str, root: Path) -> Path:
-    """A copy of the installed model without its exported graphs."""
-    source = models_root() / name
-    if not source.is_dir():
-        raise SystemExit(f"error: {name} is not installed; run `munjang models pull {name}` first")
-    shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("onnx", "openvino"))
-    return root
+def fresh_environment(tmp: Path, name: str) -> dict[str, str]:
+    """This process's environment with an empty cache in `tmp` and, for a named model, a copy of the
+    installed model there without its exported graphs."""
+    env = {**os.environ, "MUNJANG_CACHE": str(tmp / "cache")}
+    env.pop("MUNJANG_ENCODE_BACKEND", None)
+    if name != "default":
+        source = models_root() / name
+        if not source.is_dir():
+            raise SystemExit(f"error: {name} is not installed; run `munjang models pull {name}` first")
+        shutil.copytree(source, tmp / "models" / name, ignore=shutil.ignore_patterns("onnx", "openvino"))
+        env["MUNJANG_MODELS"] = str(tmp / "models")
+    return env
 
 
 def measure(name: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="munjang-first-use-") as tmp:
-        env = {**os.environ, "MUNJANG_CACHE": str(Path(tmp) / "cache")}
-        env.pop("MUNJANG_ENCODE_BACKEND", None)
-        if name != "default":
-            env["MUNJANG_MODELS"] = str(fresh_models_folder(name, Path(tmp) / "models"))
+        env = fresh_environment(Path(tmp), name)
         first = run_child(name, env)
         again = run_child(name, env)
     print(
@@ -91,18 +93,14 @@ def measure(name: str) -> dict[str, Any]:
     return {"first": first, "cached": again}
 
 
-def serve_first_start(names: list[str]) -> dict[str, Any]:
-    """Seconds from starting `munjang serve --demo` with empty caches until each of its models has
-    answered an embedding request (the server measures its models' backends before it is healthy)."""
+def serve_first_start(name: str) -> dict[str, Any]:
+    """Seconds from starting `munjang serve --demo` with empty caches (`name`: its named model) until
+    each of its models has answered an embedding request (the server measures its models' backends
+    before it is healthy)."""
     import httpx
 
     with tempfile.TemporaryDirectory(prefix="munjang-first-serve-") as tmp:
-        env = {**os.environ, "MUNJANG_CACHE": str(Path(tmp) / "cache")}
-        env.pop("MUNJANG_ENCODE_BACKEND", None)
-        env["MUNJANG_MODELS"] = str(Path(tmp) / "models")
-        for name in names:
-            if name != "default":
-                fresh_models_folder(name, Path(tmp) / "models")
+        env = fresh_environment(Path(tmp), name)
         start = time.perf_counter()
         with running_server(["--demo"], env=env) as (url, _):
             healthy = time.perf_counter() - start
@@ -124,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     env = print_environment(environment())
     if args.serve:
-        names = ["multilingual-e5-small"]  # the demo's named model; MiniLM is embedded
-        write_result(args.name or "first_use_serve", {"serve": serve_first_start(names)}, env)
+        served = serve_first_start("multilingual-e5-small")  # the demo's named model; MiniLM is embedded
+        write_result(args.name or "first_use_serve", {"serve": served}, env)
         return
     results = {name: measure(name) for name in args.models.split(",")}
     write_result(args.name or "first_use", {"models": results}, env)

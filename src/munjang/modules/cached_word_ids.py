@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import ChainMap
 from collections.abc import Sequence
 from itertools import chain, pairwise
 from typing import Any
@@ -56,9 +57,6 @@ SPACING_PROBES = ((r"^\s", " a b"), (r"\s$", "a b "), (r"\s\s", "a  b"))
 # the normalizer leaves them as they are (checked once per tokenizer).
 PLAIN_WORD = re.compile(r"[!-~\uac00-\ud7a3]+")
 PLAIN_CHARACTERS = "".join(map(chr, [*range(0x21, 0x7F), *range(0xAC00, 0xD7A4)]))
-
-_MISSING = b"missing"  # a lookup default that no cached value is (those hold 4 bytes per id)
-
 
 # The characters str.split() splits on (str.isspace), each probed against the tokenizer.
 WHITESPACE = (
@@ -210,7 +208,7 @@ class CachedWordIds:
         else:  # the cache is full: words it cannot hold come from this call's own ids
             if room > 0:
                 words.update(dict(list(fresh.items())[:room]))
-            get = ChainLookup(words, fresh)
+            get = ChainMap(words, fresh).__getitem__
         truncation = self.tokenizer.truncation
         limit = 4 * int(truncation["max_length"]) if truncation else None  # int32 ids: 4 bytes each
         left = bool(truncation) and str(truncation.get("direction")).lower() == "left"
@@ -238,17 +236,6 @@ class CachedWordIds:
         for i, ids in zip(which, self._whole([texts[i] for i in which]), strict=True):
             per_text[i] = np.asarray(ids, dtype=np.int32).tobytes()
         return per_text
-
-
-class ChainLookup:
-    """`lookup(word)`: the cached ids, else those tokenized in this call (for a full cache)."""
-
-    def __init__(self, words: dict[str, bytes | None], fresh: dict[str, bytes | None]) -> None:
-        self.words, self.fresh = words, fresh
-
-    def __call__(self, word: str) -> bytes | None:
-        ids = self.words.get(word, _MISSING)
-        return self.fresh[word] if ids is _MISSING else ids
 
 
 class WordStartMarks:
