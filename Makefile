@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # torch is pinned here (a CPU build is on disk); the package metadata keeps torch>=2.4 for users.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test install install-dev lint typecheck pytest test-slow bench bench-peers browser clean korean-model
+.PHONY: run test install install-dev lint typecheck pytest test-slow test-gpu bench bench-peers browser clean korean-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ test: lint typecheck pytest
 
 test-slow: install-dev
 	$(BIN)/pytest -m slow
+
+# The CUDA paths (tests/gpu): on a machine with a GPU.
+test-gpu: install-dev
+	$(BIN)/pytest -m gpu tests/gpu
 
 # sentence-transformers' OpenVINO backend (optimum-intel) pins an older transformers than munjang's:
 # it gets its own environment, which bench/encode.py drives as a peer.
