@@ -22,6 +22,9 @@ time is in their latency): `hybrid-bm25+colbert` (dense 0), `hybrid-dense+bm25` 
 Collections are kept in --cache (default: a folder in the temp dir) and reused by later runs with the
 same settings; --rebuild builds them again.
 
+Where the automatic backend encodes in a reduced precision, each setting's hybrid also runs with queries
+encoded in exact torch fp32 (`hybrid-fp32-queries`): a near-tie can go either way.
+
 Only the page text goes into the collection (no file names or titles), as in the published runs.
 """
 
@@ -46,6 +49,7 @@ from munjang.evaluation.retrieval import evaluate_rankings
 from munjang.search.collection import Collection
 
 MODEL = "multilingual-e5-small"
+EXACT = ("torch", "fp32")
 # Name -> chunking settings of the collection. "whole": one passage per page, truncated by the model;
 # "default": the collection's default; "default-N": the same at N tokens; "window" and plain "N":
 # passages of that size, BM25 over each passage alone.
@@ -216,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"p50 {m['latency_ms_p50']} ms",
                 flush=True,
             )
+        if "hybrid" in methods and encoder.configuration() != EXACT:
+            # The same search with queries encoded in exact fp32: how much of R@1 rests on near-ties
+            # that the automatic backend's rounding decides.
+            encoder.set_backend(*EXACT)
+            try:
+                row["hybrid-fp32-queries"] = m = run_method(col, questions, relevant, **methods["hybrid"])
+            finally:
+                encoder.set_backend("auto")
+            print(f"{name:>9} {'hybrid-fp32-queries':<20} R@1 {m['recall@1']:.3f} nDCG@10 {m['ndcg@10']:.3f}")
         col.close()
         results[name] = row
     path = write_result(
