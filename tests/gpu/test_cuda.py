@@ -39,15 +39,6 @@ LONG = [" ".join(f"word{i} 문장 {i}" for i in range(n)) for n in (60, 150, 400
 TEXTS = SHORT * 8 + LONG
 
 
-@pytest.fixture(scope="module")
-def auto_cache(tmp_path_factory):
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MUNJANG_CACHE", str(tmp_path_factory.mktemp("autotune-gpu")))
-    patch.delenv("MUNJANG_ENCODE_BACKEND", raising=False)
-    yield
-    patch.undo()
-
-
 def test_fp32_on_the_gpu_matches_the_cpu(minilm_path: Path) -> None:
     cpu = munjang.load_encoder(minilm_path, device="cpu").encode(TEXTS, precision="fp32")
     gpu_encoder = munjang.load_encoder(minilm_path, device=DEVICE)

@@ -19,16 +19,6 @@ from tests.helpers.training import tiny_bert
 
 
 @pytest.fixture(scope="module")
-def auto_cache(tmp_path_factory):
-    """A cache of its own (the choice and the exported graphs) and no process-wide backend setting."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MUNJANG_CACHE", str(tmp_path_factory.mktemp("autotune")))
-    patch.delenv("MUNJANG_ENCODE_BACKEND", raising=False)
-    yield
-    patch.undo()
-
-
-@pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     return tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", dropout=0.0)
 
