@@ -86,10 +86,9 @@ def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def auto_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A cache of its own (the automatic choice and the exported graphs) and no process-wide backend
-    setting, for one test module: what the automatic backend's tests need."""
+def auto_cache(isolated_cache: Path) -> Iterator[None]:
+    """`isolated_cache` (the automatic choice and the exported graphs) without the process-wide
+    backend setting, for one test module: what the automatic backend's tests need."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MUNJANG_CACHE", str(tmp_path_factory.mktemp("autotune")))
         patch.delenv("MUNJANG_ENCODE_BACKEND", raising=False)
         yield

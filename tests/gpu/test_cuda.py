@@ -19,7 +19,7 @@ import munjang
 from munjang.inference.autotune import candidates
 from munjang.losses import CosineSimilarityLoss
 from munjang.training import Trainer, TrainingArguments
-from tests.helpers.training import pair_examples, tiny_bert
+from tests.helpers.training import pair_examples, tiny_bert, weights
 from tests.inference.test_autotune import assert_choice_meets_the_bar, cosines
 
 pytestmark = pytest.mark.gpu
@@ -77,10 +77,6 @@ def test_the_automatic_choice_on_the_gpu_meets_the_fp32_bar(auto_cache, minilm_p
         assert choice.machine["gpu"] == torch.cuda.get_device_name(torch.device(DEVICE))
 
 
-def _weights(encoder: munjang.SentenceEncoder) -> dict[str, torch.Tensor]:
-    return {k: v.detach().float().cpu() for k, v in encoder.state_dict().items()}
-
-
 def _train(folder: Path, out: Path, resume: bool = False, on_step=None) -> munjang.SentenceEncoder:
     encoder = munjang.load_encoder(folder, device=DEVICE)
     args = TrainingArguments(
@@ -121,8 +117,8 @@ def test_mixed_precision_training_resumes_exactly(tmp_path: Path, monkeypatch: p
 
         assert ("cuda.0" in load_file(str(checkpoint / "rng.safetensors"))) == (DEVICE != "cpu")
         resumed = _train(folder, tmp_path / "b", resume=True)
-        a, b = _weights(straight), _weights(resumed)
-        moved = _weights(munjang.load_encoder(folder, device="cpu"))
+        a, b = weights(straight), weights(resumed)
+        moved = weights(munjang.load_encoder(folder, device="cpu"))
         assert any(not torch.equal(moved[k], a[k]) for k in a)
         for name in a:
             torch.testing.assert_close(b[name], a[name], rtol=0, atol=1e-6, msg=name)

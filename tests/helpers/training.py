@@ -85,3 +85,8 @@ def templated_pairs(n: int, seed: int = 0) -> list[tuple[tuple[str, str], int]]:
         pair = (f"{SUBJECTS[s1]} {ACTIONS[a1]}.", f"{SUBJECTS[s2]} {ACTIONS[a2]}.")
         out.append((pair, int(s1 == s2) + int(a1 == a2)))
     return out
+
+
+def weights(encoder: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the encoder's state on the CPU, to compare runs after training moved them."""
+    return {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}

@@ -11,11 +11,7 @@ import torch
 import munjang
 from munjang.losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
 from munjang.training import Example, Trainer, TrainingArguments
-from tests.helpers.training import pair_examples, tiny_bert
-
-
-def _weights(encoder: munjang.SentenceEncoder) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in encoder.state_dict().items()}
+from tests.helpers.training import pair_examples, tiny_bert, weights
 
 
 def _args(tmp: Path, **kw) -> TrainingArguments:
@@ -48,7 +44,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path: Path) -> None:
         resume_from_checkpoint=True
     )
     assert summary["global_step"] == 16
-    a, b = _weights(straight), _weights(resumed)
+    a, b = weights(straight), weights(resumed)
     assert a.keys() == b.keys()
     for name in a:
         torch.testing.assert_close(b[name], a[name], rtol=0, atol=1e-6, msg=name)
@@ -66,7 +62,7 @@ def test_accumulation_matches_a_larger_batch(tmp_path: Path) -> None:
     trainer = Trainer(small, CosineSimilarityLoss(small), data, args=args)
     assert trainer.total_steps() == 4
     trainer.train()
-    for name, value in _weights(big).items():
+    for name, value in weights(big).items():
         torch.testing.assert_close(small.state_dict()[name], value, rtol=0, atol=1e-5, msg=name)
 
 
