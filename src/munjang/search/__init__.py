@@ -15,7 +15,7 @@ from .quantization import hamming_distances, quantize_embeddings
 from .quantized_index import BinaryIndex, Int8Index
 from .rerank import RerankHit, RetrieveAndRerank
 from .results import SearchHit
-from .store import CollectionError, Document
+from .store import CollectionError, Document, ReadOnlyError, StorageFullError
 from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
 
 __all__ = [
@@ -35,9 +35,11 @@ __all__ = [
     "Int8Index",
     "KiwiTokenizer",
     "LexicalHit",
+    "ReadOnlyError",
     "RerankHit",
     "RetrieveAndRerank",
     "SearchHit",
+    "StorageFullError",
     "Tokenizer",
     "WordTokenizer",
     "compile_filter",

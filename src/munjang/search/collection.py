@@ -43,7 +43,7 @@ from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, t
 from .results import AddResult
 from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
-from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
+from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, ReadOnlyError, text_hash
 
 CONFLICTS = ("error", "skip", "upsert")
 # The configuration `info()` reports as it is stored.
@@ -200,6 +200,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
         (for readers beside a long write, such as the server's)."""
         place = open_backend(folder, backend)
+        readonly = readonly or not place.writable()
         store = place.open_store(readonly)
         try:
             return cls(
@@ -246,7 +247,9 @@ class Collection(CollectionSearch, CollectionEncoding):
     def _write_lock(self) -> Iterator[None]:
         """Hold the collection's writer lock (one writer at a time; readers never wait for it)."""
         if self.readonly:
-            raise CollectionError(f"{self.location} was opened read-only")
+            if not self.backend.writable():
+                raise ReadOnlyError(f"{self.location} is on read-only media: it can be searched, not changed")
+            raise ReadOnlyError(f"{self.location} was opened read-only")
         with self.backend.write_lock(self.store, self._lock_timeout):
             yield
 

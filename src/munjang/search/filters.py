@@ -11,7 +11,8 @@
 Keys are checked against a strict pattern and values are bound as SQL parameters, so a filter can
 never inject SQL. Its size is bounded before any SQL is written (MAX_DEPTH nested $and/$or/$not,
 MAX_CONDITIONS conditions, MAX_LIST_VALUES values in one $in/$nin), far inside what SQLite's parser
-takes, and every number must be finite.
+takes, and every number must be finite and every integer fit in 64 bits (what SQLite and PostgreSQL
+store).
 
 A missing key matches only $ne/$nin/$not (as in MongoDB). Comparisons follow the database's JSON
 semantics where they differ: in SQLite true/false compare as 1/0 and a string sorts
@@ -32,6 +33,7 @@ MAX_CONDITIONS = 256
 MAX_LIST_VALUES = 1000
 _COMPARE = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _SCALARS = (str, int, float, bool)
+INT64 = (-(2**63), 2**63 - 1)
 
 
 def _path(key: str) -> str:
@@ -68,6 +70,11 @@ def _scalar(value: Any, key: str, op: str) -> Any:
         raise ValueError(f"filter {key!r} {op}: expected a string, number, boolean or null, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"filter {key!r} {op}: numbers must be finite, got {value!r}")
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise ValueError(
+            f"filter {key!r} {op}: integers must fit in 64 bits ({INT64[0]} to {INT64[1]}); "
+            f"got one of {len(str(abs(value)))} digits"
+        )
     return value
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from .live_index import DenseIndex
-from .store import CollectionError, DocumentStore
+from .store import CollectionError, DocumentStore, storage_fault, writable_media
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
@@ -55,10 +55,13 @@ class FolderBackend:
         target = self.path
         if target.exists():
             raise CollectionError(f"{target} already exists; open it with Collection.open")
-        target.parent.mkdir(parents=True, exist_ok=True)
         staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir()
+        except OSError as e:
+            raise storage_fault(e, target.parent) or e from e
         try:
             store = DocumentStore(staging / DB_NAME, create=True)
             store.set_meta(config)
@@ -72,6 +75,9 @@ class FolderBackend:
         if not self.path.is_dir():
             raise CollectionError(f"{self.path}: no such collection folder")
         return DocumentStore(self.path / DB_NAME, readonly=readonly)
+
+    def writable(self) -> bool:
+        return writable_media(self.path)
 
     def reader(self) -> Callable[[], DocumentStore]:
         path = self.path / DB_NAME
@@ -89,6 +95,8 @@ class FolderBackend:
         lock = self._lock
         try:
             lock.acquire(timeout=timeout)
+        except OSError as e:
+            raise storage_fault(e, self.location) or e from e
         except Timeout:
             raise CollectionError(
                 f"{self.location}: another process is writing (lock held longer than {timeout} s)"
@@ -99,7 +107,10 @@ class FolderBackend:
             lock.release()
 
     def save_dense(self, dense: Any) -> None:
-        dense.save(self.path)
+        try:
+            dense.save(self.path)
+        except OSError as e:
+            raise storage_fault(e, self.location) or e from e
 
     def size_bytes(self, store: Any) -> int:
         files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]

@@ -33,6 +33,9 @@ class PostgresBackend:
         finally:
             store.close()
 
+    def writable(self) -> bool:
+        return True  # a database refuses writes itself, with its own error
+
     def open_store(self, readonly: bool) -> PostgresStore:
         store = PostgresStore(self.url, self.name, readonly=readonly)
         try:

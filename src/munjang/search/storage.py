@@ -134,6 +134,11 @@ class Backend(Protocol):
         """The store of an existing collection (an error naming the location if there is none)."""
         ...
 
+    def writable(self) -> bool:
+        """False where the collection cannot be changed (a folder on read-only media): it is then
+        opened read-only, and writes are refused with one clear error."""
+        ...
+
     def reader(self) -> Callable[[], Store]:
         """Opens another read-only store on the same collection (for work on other threads)."""
         ...
