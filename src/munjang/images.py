@@ -8,6 +8,7 @@ text (a caption that happens to name a file stays a caption). A URL is fetched o
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,11 @@ def as_pil_image(value: Any) -> Any:
     return value
 
 
-def open_image_bytes(data: bytes, source: str = "image", max_bytes: int = MAX_IMAGE_BYTES) -> Any:
-    """Decode `data` into a PIL image (RGB), or raise ImageError naming `source` and the problem."""
+def open_image_bytes(
+    data: bytes, source: str = "image", max_bytes: int = MAX_IMAGE_BYTES, max_pixels: int = MAX_IMAGE_PIXELS
+) -> Any:
+    """Decode `data` into a PIL image (RGB), or raise ImageError naming `source` and the problem.
+    The size is read from the header and checked against `max_pixels` before any pixel is decoded."""
     if len(data) > max_bytes:
         raise ImageError(f"{source}: {len(data)} bytes is over the {max_bytes}-byte image limit")
     if not data:
@@ -47,14 +51,22 @@ def open_image_bytes(data: bytes, source: str = "image", max_bytes: int = MAX_IM
     try:
         with pil.open(io.BytesIO(data)) as image:
             width, height = image.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise ImageError(f"{source}: {width}x{height} pixels is over the {MAX_IMAGE_PIXELS} limit")
+            if width * height > max_pixels:
+                raise ImageError(f"{source}: {width}x{height} pixels is over the {max_pixels} limit")
             image.load()
             return image.convert("RGB")
     except ImageError:
         raise
+    except pil.UnidentifiedImageError:
+        raise ImageError(f"{source}: not a readable image (unknown format)") from None
     except (OSError, ValueError, SyntaxError, pil.DecompressionBombError) as e:
-        raise ImageError(f"{source}: not a readable image ({e})") from e
+        raise ImageError(f"{source}: not a readable image ({_without_addresses(e)})") from e
+
+
+def _without_addresses(error: BaseException) -> str:
+    """An error's text without object reprs (`<_io.BytesIO object at 0x7f…>`): no heap address
+    reaches a client."""
+    return re.sub(r"<[^<>]* at 0x[0-9a-fA-F]+>", "the data", str(error))
 
 
 def load_image(

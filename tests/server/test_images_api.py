@@ -85,6 +85,41 @@ def test_bad_image_queries_are_4xx(client, name: str, body: dict, param: str | N
         assert answer.json()["error"]["param"] == param
 
 
+@pytest.fixture(scope="module")
+def huge_png() -> str:
+    """An 8192x8192 PNG: a few hundred KB on the wire, 200 MB once decoded."""
+    out = io.BytesIO()
+    Image.new("RGB", (8192, 8192)).save(out, format="PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def test_an_image_for_a_text_collection_is_refused_before_decoding(client, huge_png, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from munjang.server import collections_api
+
+    decoded: list[int] = []
+    real = collections_api.decode_image_query
+    monkeypatch.setattr(
+        collections_api, "decode_image_query", lambda *a, **k: decoded.append(1) or real(*a, **k)
+    )
+    http, _ = client
+    answer = _search(http, "texts", {"image": huge_png})
+    assert answer.status_code == 400 and "CLIP" in answer.json()["error"]["message"]
+    assert decoded == []
+
+
+def test_an_oversized_query_image_is_refused_by_its_header(client, huge_png) -> None:  # type: ignore[no-untyped-def]
+    http, _ = client
+    answer = _search(http, "pictures", {"image": huge_png})
+    assert answer.status_code == 400 and "8192x8192 pixels" in answer.json()["error"]["message"]
+
+
+def test_no_heap_address_reaches_a_client(client) -> None:  # type: ignore[no-untyped-def]
+    http, _ = client
+    answer = _search(http, "pictures", {"image": base64.b64encode(b"plain text, not pixels").decode()})
+    assert answer.status_code == 400
+    assert "0x" not in answer.text and "object at" not in answer.text
+
+
 def test_hybrid_image_search_is_refused(client) -> None:  # type: ignore[no-untyped-def]
     http, files = client
     body = {"image": base64.b64encode(files[0].read_bytes()).decode(), "mode": "hybrid"}

@@ -1,5 +1,5 @@
-"""The FastAPI app: POST /v1/embeddings, GET /v1/models, GET /health (OpenAPI at /openapi.json), and
-the web page at / (its files under /static)."""
+"""The FastAPI app: POST /v1/embeddings, GET /v1/models, GET /health (OpenAPI at /openapi.json, docs
+at /docs: api_docs.py), and the web page at / (its files under /static)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from starlette.requests import ClientDisconnect
 
 from ..encode_pool import EncoderProcess
 from ..version import __version__
+from .api_docs import add_api_docs
 from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
+from .compute import ComputeGate
 from .embed import embed_batched
 from .errors import APIError, install_error_handlers, validation_error
 from .guard import RequestGuard, default_allowed_hosts
@@ -144,10 +146,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
     }
 
     collections = open_served(settings)
+    gate = ComputeGate(settings.compute_threads, settings.max_queued_compute, settings.request_timeout_s)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        gate.close()
         for batcher in batchers.values():
             batcher.close()
         for group in processes.values():
@@ -161,6 +165,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         version=__version__,
         description="OpenAI-compatible sentence embeddings served by munjang.",
         lifespan=lifespan,
+        openapi_url=None,  # api_docs.py serves the spec (behind the key) and the docs (local files)
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     started = int(time.time())
@@ -174,7 +181,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         on_refusal=lambda reason: app.state.metrics.rejections.labels(reason=reason).inc(),
     )
 
-    router = APIRouter(prefix="/v1", dependencies=[Depends(api_key_check(settings))], responses=ERROR_ANSWERS)
+    key_check = api_key_check(settings)
+    router = APIRouter(prefix="/v1", dependencies=[Depends(key_check)], responses=ERROR_ANSWERS)
 
     @router.post(
         "/embeddings",
@@ -212,12 +220,13 @@ def create_app(settings: ServerSettings) -> FastAPI:
         """The served models, default first."""
         return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
 
-    add_text_routes(router, settings, read_body)
+    add_text_routes(router, settings, read_body, batchers, gate)
     add_sparse_routes(router, settings, read_body)
     add_multi_vector_routes(router, settings, read_body)
-    add_collection_routes(router, settings, collections, read_body)
+    add_collection_routes(router, settings, collections, read_body, gate)
     app.state.collections = collections
     app.include_router(router)
+    app.state.docs = add_api_docs(app, settings.api_key, key_check)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

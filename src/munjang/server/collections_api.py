@@ -33,16 +33,28 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from ..applications.projection import project_2d, umap_available
 from ..inference.hardware import torch_threads
-from ..search import CollectionError
+from ..search import CollectionError, ReadOnlyError, StorageFullError
 from ..search.collection import Collection
 from ..search.filters import compile_filter
 from ..search.hybrid import check_weights
+from .compute import ComputeGate
 from .errors import APIError
-from .images_api import add_image_routes, check_image_collection, decode_image_query, holds_images
+from .images_api import (
+    add_image_routes,
+    check_image_collection,
+    check_image_size,
+    decode_image_query,
+    holds_images,
+)
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# UMAP's cost grows faster than the points it maps: past this many, "auto" maps with PCA and
+# "umap" is refused naming the limit, so one /map holds a core for seconds, not minutes.
+MAX_UMAP_POINTS = 2000
+# An image query is resized to the model's input (224 pixels for CLIP): a larger one only costs memory.
+MAX_QUERY_PIXELS = 4096 * 4096
 
 
 class ServedCollection:
@@ -115,14 +127,18 @@ class ServedCollection:
         if lexical.bm25 is not None:
             lexical.sync(self.collection.store)
 
-    async def read(self, fn: Callable[[Collection], Any]) -> Any:
-        """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin."""
+    async def read(
+        self, fn: Callable[[Collection], Any], gate: ComputeGate | None = None, http: Request | None = None
+    ) -> Any:
+        """A read: `fn(collection)` on the writer while it is idle, else on the read-only twin. With
+        `gate`, under its queue bound and deadline; with `http` too, dropped if its client leaves."""
         with self._reads_done:
             self._reads_in_flight += 1
         try:
             if not self.writing or self._open_twin is None:
-                return await self._run(self._writes, fn, self.collection)
-            return await self._run(self._reads, self._as_read, lambda: fn(self._twin_collection()))
+                return await self._run(self._writes, lambda: fn(self.collection), gate=gate, http=http)
+            twin = lambda: self._as_read(lambda: fn(self._twin_collection()))  # noqa: E731
+            return await self._run(self._reads, twin, gate=gate, http=http)
         finally:
             with self._reads_done:
                 self._reads_in_flight -= 1
@@ -136,9 +152,22 @@ class ServedCollection:
         return self._twin
 
     @staticmethod
-    async def _run(pool: ThreadPoolExecutor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _run(
+        pool: ThreadPoolExecutor,
+        fn: Callable[..., Any],
+        *args: Any,
+        gate: ComputeGate | None = None,
+        http: Request | None = None,
+        **kwargs: Any,
+    ) -> Any:
         try:
+            if gate is not None:
+                return await gate.run_on(pool, lambda: fn(*args, **kwargs), http)
             return await asyncio.wrap_future(pool.submit(fn, *args, **kwargs))
+        except StorageFullError as e:
+            raise APIError(507, str(e), None, "disk_full") from e
+        except ReadOnlyError as e:
+            raise APIError(409, str(e), None, "read_only") from e
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
         except Exception as e:
@@ -264,9 +293,14 @@ def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Coll
 
 
 def add_collection_routes(
-    router: APIRouter, settings: ServerSettings, served: dict[str, ServedCollection], read_body: Any
+    router: APIRouter,
+    settings: ServerSettings,
+    served: dict[str, ServedCollection],
+    read_body: Any,
+    gate: ComputeGate,
 ) -> None:
-    """Register the collection routes on the (key-protected) /v1 router."""
+    """Register the collection routes on the (key-protected) /v1 router. Searches and maps are
+    bounded by `gate` (queue bound, deadline, cancelled when the client leaves)."""
 
     def named(name: str) -> ServedCollection:
         found = served.get(name)
@@ -322,6 +356,10 @@ def add_collection_routes(
 
         try:
             served[parsed.name] = ServedCollection(create, _twin_opener(where, db))
+        except StorageFullError as e:
+            raise APIError(507, str(e), None, "disk_full") from e
+        except ReadOnlyError as e:
+            raise APIError(409, str(e), "name", "read_only") from e
         except (CollectionError, ValueError) as e:
             raise APIError(400, str(e), "name") from e
         return await info_of(parsed.name)
@@ -369,9 +407,8 @@ def add_collection_routes(
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         if (parsed.query is None) == (parsed.image is None):
             raise APIError(400, "give either 'query' (text) or 'image' (base64)", "query")
-        query: Any = parsed.query
         if parsed.image is not None:
-            query = await asyncio.to_thread(decode_image_query, parsed.image, settings.max_body_bytes)
+            check_image_size(parsed.image, settings.max_body_bytes)
         else:
             non_empty_text(parsed.query, "query", settings)
         check_filter(parsed.filter)
@@ -391,8 +428,10 @@ def add_collection_routes(
             reranker = next(iter(settings.rerankers.values()))
 
         def search_with_terms(collection: Collection) -> tuple[list[Any], list[list[str]]]:
-            if parsed.image is not None:
+            query: Any = parsed.query
+            if parsed.image is not None:  # the model is checked before any pixel is decoded
                 check_image_collection(collection, name)
+                query = decode_image_query(parsed.image, settings.max_body_bytes, MAX_QUERY_PIXELS)
             hits = collection.search(
                 query,
                 parsed.top_k,
@@ -409,7 +448,7 @@ def add_collection_routes(
                 return hits, [[] for _ in hits]
             return hits, collection.matched_terms(parsed.query, hits)
 
-        hits, terms = await target.read(search_with_terms)
+        hits, terms = await target.read(search_with_terms, gate, request)
         return {
             "object": "list",
             "data": [
@@ -438,8 +477,12 @@ def add_collection_routes(
             raise APIError(
                 400, "method 'umap' needs umap-learn on the server (pip install umap-learn)", "method"
             )
-        docs, vectors = await target.read(lambda c: c.sample(parsed.limit, parsed.filter))
-        coords, method = await asyncio.to_thread(project_2d, vectors, parsed.method)
+        if parsed.method == "umap" and parsed.limit > MAX_UMAP_POINTS:
+            message = f"method 'umap' maps at most {MAX_UMAP_POINTS} documents ('limit'); use 'pca' for more"
+            raise APIError(400, message, "limit")
+        docs, vectors = await target.read(lambda c: c.sample(parsed.limit, parsed.filter), gate, request)
+        wanted = "pca" if parsed.method == "auto" and len(docs) > MAX_UMAP_POINTS else parsed.method
+        coords, method = await gate.run(lambda _: project_2d(vectors, wanted), request)
         return {
             "object": "map",
             "method": method,

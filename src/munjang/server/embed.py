@@ -6,7 +6,7 @@ import asyncio
 import base64
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
@@ -171,7 +171,10 @@ RETRY_AFTER_S = 1
 POLL_S = 0.1
 
 
-async def wait_for_client(future: Future[np.ndarray], http: Request | None, deadline: float) -> np.ndarray:
+T = TypeVar("T")
+
+
+async def wait_for_client(future: Future[T], http: Request | None, deadline: float) -> T:
     """The future's vectors; cancelled (so its rows are never encoded) once `deadline` (event-loop
     time) passes or the client disconnects, answering 503 or 400."""
     loop = asyncio.get_running_loop()

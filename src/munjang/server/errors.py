@@ -23,11 +23,13 @@ ERROR_TYPES = {
     403: "permission_error",
     405: "invalid_request_error",
     408: "invalid_request_error",
+    409: "invalid_request_error",
     413: "request_too_large",
     415: "invalid_request_error",
     422: "invalid_request_error",
     500: "server_error",
     503: "overloaded_error",
+    507: "server_error",
 }
 
 

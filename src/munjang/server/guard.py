@@ -9,6 +9,8 @@ rules keep such a page from writing to, or reading from, a server that has no AP
 - **Origin.** A request that carries an `Origin` (browsers add it to cross-origin requests and to
   every POST) is served only when that origin is the server itself (same host and port as the `Host`
   header) or is on the allow-list; else 403.
+- **One value each.** A request that repeats `Host`, `Origin` or `Content-Type` is refused with 400:
+  a rule must not judge one value while the app reads another.
 - **Host.** A server bound to a loopback address answers only requests whose `Host` is a loopback
   name (or on the allow-list), so a DNS-rebinding page (`attacker.example` resolved to 127.0.0.1) is
   refused with 403 even for reads. A server bound to another address answers any `Host` unless an
@@ -21,6 +23,7 @@ origins (`https://app.example`) or `*`.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +35,8 @@ ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitab
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Headers the rules read: each must come once (a repeated one is refused with 400).
+SINGLE_HEADERS = frozenset({"host", "origin", "content-type"})
 
 
 def is_loopback(host: str) -> bool:
@@ -45,11 +50,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_BRACKETED = re.compile(r"\[([0-9a-f:.%]+)\](:[0-9]{1,5})?")
+
+
 def host_name(value: str) -> str:
-    """The host of a `Host` header value (`127.0.0.1:8000` -> `127.0.0.1`, `[::1]:80` -> `::1`)."""
+    """The host of a `Host` header value (`127.0.0.1:8000` -> `127.0.0.1`, `[::1]:80` -> `::1`). A
+    bracketed host must be a whole IPv6 literal (`[::1]`, an optional port after it); anything else
+    (`[127.0.0.1]evil.com`) is returned as written, which no allow-list holds."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
+        match = _BRACKETED.fullmatch(value)
+        if match is None:
+            return value
+        try:
+            ipaddress.IPv6Address(match.group(1))
+        except ValueError:
+            return value
+        return match.group(1)
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
@@ -83,11 +100,18 @@ class RequestGuard:
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         """(status, message, code) when the request must be refused, else None."""
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        headers: dict[str, str] = {}
+        for raw_key, raw_value in scope.get("headers", []):
+            key = raw_key.decode("latin-1").lower()
+            if key in SINGLE_HEADERS and key in headers:
+                # two values: a check that reads one could be fooled by the other
+                return 400, f"the {key!r} header is sent more than once", "duplicate_header"
+            headers[key] = raw_value.decode("latin-1")
         host = headers.get("host", "")
         if self.allowed_hosts is not None:
             name = host_name(host)
-            loopback_ok = "localhost" in self.allowed_hosts and is_loopback(name)
+            # host_name leaves a malformed bracketed host as written: never loopback
+            loopback_ok = "localhost" in self.allowed_hosts and not name.startswith("[") and is_loopback(name)
             if not (name in self.allowed_hosts or loopback_ok):
                 message = f"host {host!r} is not allowed (start the server with --allowed-host)"
                 return 403, message, "host_not_allowed"

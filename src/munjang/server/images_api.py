@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from ..errors import ImageError
-from ..images import MAX_IMAGE_BYTES, open_image_bytes
+from ..images import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, open_image_bytes
 from ..search.image_files import image_name
 from .errors import APIError
 
@@ -36,9 +36,18 @@ MEDIA_TYPES = {
 MAX_THUMBNAIL = 1024
 
 
-def decode_image_query(data: str, max_bytes: int = MAX_IMAGE_BYTES) -> Any:
+def check_image_size(data: str, max_bytes: int = MAX_IMAGE_BYTES) -> None:
+    """400 naming `image` when its base64 is longer than `max_bytes` of image can take (no decoding)."""
+    if len(data) > (max_bytes // 3 + 1) * 4 + 64:  # room for a data: URI's prefix
+        raise APIError(400, f"'image' is over the {max_bytes}-byte image limit", "image")
+
+
+def decode_image_query(
+    data: str, max_bytes: int = MAX_IMAGE_BYTES, max_pixels: int = MAX_IMAGE_PIXELS
+) -> Any:
     """The PIL image of a request's `image` (base64, or a data: URI); 400 naming `image` when it is
-    not base64, too large, or not a readable image."""
+    not base64, too large (bytes, or pixels, read from its header before decoding), or not a
+    readable image."""
     encoded = DATA_URI.sub("", data.strip(), count=1)
     if len(encoded) > (max_bytes // 3 + 1) * 4:
         raise APIError(400, f"'image' is over the {max_bytes}-byte image limit", "image")
@@ -47,7 +56,7 @@ def decode_image_query(data: str, max_bytes: int = MAX_IMAGE_BYTES) -> Any:
     except (binascii.Error, ValueError):
         raise APIError(400, "'image' is not base64 (or a data:image/...;base64, URI)", "image") from None
     try:
-        return open_image_bytes(raw, "'image'", max_bytes)
+        return open_image_bytes(raw, "'image'", max_bytes, max_pixels)
     except ImageError as e:
         raise APIError(400, str(e), "image") from None
 

@@ -29,8 +29,12 @@ class ServerSettings:
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
     `max_queued_requests` / `max_queued_tokens`: per model, the most requests and tokens waiting to
     be encoded; past either a request is refused with 503 and Retry-After instead of queuing.
-    `request_timeout_s`: an embeddings request still unanswered after this long is dropped (503), as
-    is one whose client has gone, and its rows are not encoded. `max_tokenize_tokens` bounds what
+    `request_timeout_s`: a request that computes (embeddings, similarity, rerank, tokenize, search,
+    map) still unanswered after this long is dropped (503), as is one whose client has gone, and
+    its remaining work is not done. `compute_threads` / `max_queued_compute`: the routes that compute
+    outside the embeddings batcher (rerank, tokenize, map) run on that many threads with at most
+    that many waiting (503 with Retry-After past it); a collection's searches wait at most
+    `max_queued_compute` deep. `max_tokenize_tokens` bounds what
     /v1/tokenize returns; `max_collections` the collections served at once.
     `model_processes`: run each model loaded from a folder in that many processes of its own
     (`munjang serve` does; 0 keeps it in this process), so request handling never holds the model
@@ -59,6 +63,8 @@ class ServerSettings:
     max_queued_requests: int = 256
     max_queued_tokens: int = 65_536
     request_timeout_s: float = 30.0
+    compute_threads: int = 2
+    max_queued_compute: int = 32
     max_tokenize_tokens: int = 65_536
     max_collections: int = 100
     # Late-interaction (ColBERT) models for /v1/multi_vector_*, and the most numbers one answer holds.

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -19,7 +20,11 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from ..cross_encoder import CrossEncoder
 from ..encoder import SentenceEncoder
+from .batcher import DynamicBatcher, QueueFullError
+from .compute import CancelToken, ComputeGate
+from .embed import retry_after, wait_for_client
 from .errors import APIError, validation_error
 from .inputs import check_count, is_blank
 from .settings import ServerSettings
@@ -101,10 +106,35 @@ def non_empty_text(text: str, param: str, settings: ServerSettings) -> None:
 
 
 def similarity_scores(encoder: SentenceEncoder, request: SimilarityRequest) -> list[float]:
+    """Scores of a whole-text model (CLIP, static), encoded in one call."""
     texts = [request.inputs.source_sentence, *request.inputs.sentences]
     vectors = encoder.encode(texts, prompt_name=request.prompt_name, show_progress_bar=False)
+    return scores_of(encoder, np.asarray(vectors))
+
+
+def scores_of(encoder: SentenceEncoder, vectors: np.ndarray) -> list[float]:
+    """The model's similarity between the first vector and each of the others."""
     scores = np.asarray(encoder.similarity(vectors[:1], vectors[1:]))[0]
     return [float(s) for s in scores]
+
+
+# Documents scored between two checks of a rerank's cancel token: a departed client's rerank stops
+# after at most this many more pairs.
+RERANK_STEP = 32
+
+
+def rerank_hits(
+    cross: CrossEncoder, query: str, docs: list[str], top_n: int | None, token: CancelToken
+) -> list[dict[str, Any]]:
+    """`cross.rank` over `docs` in steps of RERANK_STEP, stopping when `token` is cancelled: the same
+    scores and order (best first, ties in input order)."""
+    scores = np.zeros(len(docs), dtype=np.float64)
+    for start in range(0, len(docs), RERANK_STEP):
+        token.check()
+        for hit in cross.rank(query, docs[start : start + RERANK_STEP], show_progress_bar=False):
+            scores[start + hit["corpus_id"]] = hit["score"]
+    order = np.argsort(-scores, kind="stable")[:top_n]
+    return [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
 
 
 def tokens_json(encoder: SentenceEncoder, texts: list[str], special: bool, limit: int) -> bytes:
@@ -128,8 +158,16 @@ def tokens_json(encoder: SentenceEncoder, texts: list[str], special: bool, limit
     return json.dumps(out, ensure_ascii=False).encode("utf-8")
 
 
-def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any) -> None:
-    """Register the similarity, tokenize and rerank routes on the (key-protected) /v1 router."""
+def add_text_routes(
+    router: APIRouter,
+    settings: ServerSettings,
+    read_body: Any,
+    batchers: dict[str, DynamicBatcher],
+    gate: ComputeGate,
+) -> None:
+    """Register the similarity, tokenize and rerank routes on the (key-protected) /v1 router. Each
+    is bounded as /v1/embeddings is: similarity shares the model's batcher (its queue bound,
+    deadline and cancellation), the others run through `gate`."""
 
     def encoder_named(name: str | None) -> tuple[str, SentenceEncoder]:
         name = name or settings.default_model
@@ -146,11 +184,22 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         parsed = parse(SimilarityRequest, await read_body(request, settings.max_body_bytes))
         non_empty_text(parsed.inputs.source_sentence, "inputs.source_sentence", settings)
         non_empty(parsed.inputs.sentences, "inputs.sentences", settings)
-        _, encoder = encoder_named(parsed.model)
+        name, encoder = encoder_named(parsed.model)
         if parsed.prompt_name is not None and parsed.prompt_name not in encoder.prompts:
             raise APIError(400, f"unknown prompt_name {parsed.prompt_name!r}", "prompt_name")
-        scores: list[float] = await run_in_threadpool(similarity_scores, encoder, parsed)
-        return scores
+        if encoder.clip is not None or encoder.static is not None:
+            return await gate.run(lambda _: similarity_scores(encoder, parsed), request)
+        deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
+        texts = [parsed.inputs.source_sentence, *parsed.inputs.sentences]
+        encoded, prompt_length = await run_in_threadpool(
+            encoder.token_ids, texts, prompt_name=parsed.prompt_name, truncate=True
+        )
+        try:
+            future = batchers[name].submit_tokenized(encoded, prompt_length=prompt_length)
+        except QueueFullError as e:
+            raise APIError(503, f"the model is busy: {e}", None, "queue_full", retry_after()) from None
+        vectors = await wait_for_client(future, request, deadline)
+        return scores_of(encoder, vectors)
 
     @router.post("/tokenize", openapi_extra=body_schema(TokenizeRequest))
     async def tokenize(request: Request) -> Response:
@@ -160,7 +209,9 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         non_empty(texts, "inputs", settings)
         _, encoder = encoder_named(parsed.model)
         limit = settings.max_tokenize_tokens
-        body = await run_in_threadpool(tokens_json, encoder, texts, parsed.add_special_tokens, limit)
+        body = await gate.run(
+            lambda _: tokens_json(encoder, texts, parsed.add_special_tokens, limit), request
+        )
         return Response(body, media_type="application/json")
 
     @router.post("/rerank", openapi_extra=body_schema(RerankRequest))
@@ -186,8 +237,8 @@ def add_text_routes(router: APIRouter, settings: ServerSettings, read_body: Any)
         if parsed.top_n is not None and parsed.top_n < 1:
             raise APIError(400, "'top_n' must be at least 1", "top_n")
         cross = settings.rerankers[name]
-        hits = await run_in_threadpool(
-            cross.rank, parsed.query, docs, top_k=parsed.top_n, show_progress_bar=False
+        hits = await gate.run(
+            lambda token: rerank_hits(cross, parsed.query, docs, parsed.top_n, token), request
         )
         results = []
         for hit in hits:
