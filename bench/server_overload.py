@@ -5,7 +5,8 @@
    (the hardening issue's load), clients giving up after the server's deadline + 5 s. Reported per
    round: answers by status (every request must get 200 or 503; none may fail or time out), the
    slowest answer against the deadline, p50/p99 latency of the accepted ones, and the server's
-   resident memory (its process and the model processes) after each round: flat means nothing piles up.
+   resident memory (its process and the model processes) after each round: flat means nothing piles up;
+   the model processes' growth over the last 10 bursts is reported on its own.
 2. Search during an add: idle search latency (median of 10), then `--docs` documents added through
    POST /v1/collections/bench/documents (2,000 per request, one after another) while a search runs
    every 0.25 s. First the same documents go, request by request, into another collection with no
@@ -67,6 +68,17 @@ async def burst(url: str, requests: int, corpus: list[str], timeout: float) -> l
 
 def server_rss_mib(pid: int) -> float:
     return round(sum(rss_bytes(p) for p in process_tree(pid)) / 2**20, 1)
+
+
+def worker_rss_mib(pid: int) -> list[float]:
+    """Resident memory of each model process (the server's descendants), MiB."""
+    return [round(rss_bytes(p) / 2**20, 1) for p in process_tree(pid)[1:]]
+
+
+def growth_mib(series: list[list[float]], last: int) -> float:
+    """How much the model processes' total RSS grew over the last `last` rounds."""
+    totals = [sum(s) for s in series]
+    return round(totals[-1] - totals[max(0, len(totals) - 1 - last)], 1)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -152,8 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queue", type=int, default=32, help="munjang serve --max-queued-requests")
     parser.add_argument("--deadline", type=float, default=10.0, help="munjang serve --request-timeout")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--docs", type=int, default=10_000, help="0 skips the search-during-add part")
     parser.add_argument("--name", default="server_overload")
     args = parser.parse_args(argv)
     environment = print_environment()
@@ -169,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     ):
         rounds = []
         memory = [server_rss_mib(server.pid)]
+        workers = [worker_rss_mib(server.pid)]
         for r in range(args.rounds):
             answers = asyncio.run(burst(url, 4 * args.queue, corpus, args.deadline + 5))
             statuses: dict[str, int] = {}
@@ -176,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
                 statuses[status] = statuses.get(status, 0) + 1
             accepted = [s for status, s in answers if status == "200"]
             memory.append(server_rss_mib(server.pid))
+            workers.append(worker_rss_mib(server.pid))
             rounds.append(
                 {
                     "requests": len(answers),
@@ -185,9 +199,10 @@ def main(argv: list[str] | None = None) -> None:
                     "accepted_p99_s": round(percentile(accepted, 0.99), 2),
                 }
             )
-            print(f"burst {r + 1}: {rounds[-1]}; server RSS {memory[-1]} MiB")
-        reads = search_during_add(url, args.docs)
-        print(f"search during a {args.docs:,}-document add: {reads}")
+            print(f"burst {r + 1}: {rounds[-1]}; server RSS {memory[-1]} MiB, model processes {workers[-1]}")
+        reads = search_during_add(url, args.docs) if args.docs else None
+        if reads is not None:
+            print(f"search during a {args.docs:,}-document add: {reads}")
     every_answered = all(set(r["statuses"]) <= {"200", "503"} for r in rounds)
     within = all(r["slowest_s"] <= args.deadline + 1 for r in rounds)
     payload = {
@@ -197,9 +212,13 @@ def main(argv: list[str] | None = None) -> None:
         "every_request_answered_200_or_503": every_answered,
         "no_answer_past_deadline": within,
         "server_rss_mib_before_and_after_each_round": memory,
+        "model_process_rss_mib_before_and_after_each_round": workers,
+        "model_process_growth_mib_last_10_rounds": growth_mib(workers, 10),
         "search_during_add": reads,
     }
     print(f"every request 200 or 503: {every_answered}; none past the deadline: {within}; RSS {memory}")
+    grew = payload["model_process_growth_mib_last_10_rounds"]
+    print(f"model processes grew {grew} MiB over the last 10 bursts")
     print(f"wrote {write_result(args.name, payload, environment)}")
 
 

@@ -62,6 +62,10 @@ LONG_BATCH_TOKENS = 192
 # the caller's Python work (padding, pooling) overlaps the model. Fewer batches than that would leave
 # streams idle, so they take the latency model, which gives one batch every thread.
 MIN_BATCHES_PER_STREAM = 2
+# OpenVINO's CPU plugin keeps compiled executors per input shape, 5,000 by default: a server's batches
+# come in ever new shapes, so a model process grew with every burst of traffic and never levelled.
+# Kept to this many, its memory is flat at the same speed (bench/server_overload.py; docs/benchmarks.md).
+RUNTIME_CACHE_CAPACITY = 64
 
 
 def _copied(output: Any) -> torch.Tensor:
@@ -143,6 +147,7 @@ class OpenVinoBackend:
             "INFERENCE_NUM_THREADS": self.threads,
             "INFERENCE_PRECISION_HINT": self._inference_precision,
             "SNIPPETS_MODE": "ENABLE" if long else "DISABLE",
+            "CPU_RUNTIME_CACHE_CAPACITY": RUNTIME_CACHE_CAPACITY,
         }
         if hint == "THROUGHPUT" and self.threads <= 2:
             config["NUM_STREAMS"] = self.threads
