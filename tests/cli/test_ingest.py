@@ -33,7 +33,7 @@ def docs(tmp_path: Path) -> Path:
         write(folder / name, data)
     for name, (data, _) in BAD.items():
         write(folder / name, data)
-    write(folder / "notes.docx", b"ignored in a folder: not a supported type")
+    write(folder / "notes.odt", b"ignored in a folder: not a supported type")
     return folder
 
 

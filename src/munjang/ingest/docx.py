@@ -141,9 +141,7 @@ def _notes(archive: Any, name: str) -> dict[str, str]:
     """Note id -> text of a footnotes or endnotes part (the separator notes, ids -1 and 0, left out)."""
     if name not in archive.namelist():
         return {}
-    from lxml import etree
-
-    root = etree.fromstring(archive.read(name))
+    root = require("lxml.etree").fromstring(archive.read(name))
     out: dict[str, str] = {}
     for note in root:
         note_id = note.get(f"{W}id")

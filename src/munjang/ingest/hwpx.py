@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..extras import require
 from .containers import member, open_zip
 from .document import ReadError
 from .structure import Layout
@@ -26,7 +27,7 @@ NOTES = {"footNote": "각주", "endNote": "미주"}
 def read_hwpx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
     """(text, title, metadata with the outline and "pages") of the HWPX in `raw`."""
     archive = open_zip(raw, path, "HWPX", "Contents/section0.xml")
-    from lxml import etree
+    etree = require("lxml.etree")
 
     names = sorted(
         (n for n in archive.namelist() if _SECTION.match(n)), key=lambda n: int(_SECTION.match(n).group(1))  # type: ignore[union-attr]
