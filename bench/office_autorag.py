@@ -25,13 +25,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.helpers import office_files
+
 import munjang
 from autorag import KS, MODEL, autorag_recall, load_autorag
 from common import print_environment, write_result
 from munjang.ingest import read_file
 from munjang.search.collection import Collection
 from munjang.search.sections import page_at
-from tests.helpers import office_files
 
 WRITERS = {"hwpx": office_files.hwpx, "docx": office_files.docx}
 
@@ -42,7 +43,7 @@ def write_files(pages: dict[str, str], folder: Path) -> dict[str, dict[str, list
     for page_id in pages:
         by_source[page_id.rsplit(" - ", 1)[0]].append(page_id)
     layout: dict[str, dict[str, list[str]]] = {kind: {} for kind in WRITERS}
-    for n, (source, ids) in enumerate(sorted(by_source.items())):
+    for n, (_, ids) in enumerate(sorted(by_source.items())):
         blocks: list[tuple[Any, ...]] = []
         for i, page_id in enumerate(ids):
             if i:
@@ -55,7 +56,9 @@ def write_files(pages: dict[str, str], folder: Path) -> dict[str, dict[str, list
     return layout
 
 
-def rankings_by_page(col: Collection, questions: dict[str, str], pages_of: dict[str, list[str]], **search: Any):
+def rankings_by_page(
+    col: Collection, questions: dict[str, str], pages_of: dict[str, list[str]], **search: Any
+):
     out: dict[str, list[str]] = {}
     for qid, text in questions.items():
         ranked: list[str] = []
@@ -102,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         read_s = time.perf_counter() - start
         col = Collection.create(args.work / kind, MODEL, encoder=encoder)
         col.add(
-            [d.id for d in docs], [d.text for d in docs], [d.metadata for d in docs], batch_size=16, commit_every=20
+            [d.id for d in docs],
+            [d.text for d in docs],
+            [d.metadata for d in docs],
+            batch_size=16,
+            commit_every=20,
         )
         builds[kind] = round(time.perf_counter() - start, 1)
         builds[f"{kind}_read"] = round(read_s, 1)

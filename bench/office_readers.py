@@ -19,9 +19,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.helpers import office_files as o
+
 from common import write_result
 from munjang.ingest import read_file
-from tests.helpers import office_files as o
 
 CELLS = ["인건비", "3억 원", "2억 원", "장비비"]
 

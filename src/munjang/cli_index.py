@@ -147,8 +147,8 @@ def add(
         list[Path],
         typer.Argument(
             help="Records: .txt (one per line), .jsonl, .csv or .tsv files. Or documents, one per file: "
-            ".md, .html, .htm, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx files and folders of them (.txt too, inside folders or with --format "
-            "files); the id is the path under the folder given.",
+            ".md, .html, .htm, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx files and folders of them (.txt too, "
+            "inside folders or with --format files); the id is the path under the folder given.",
             show_default=False,
         ),
     ],

@@ -13,6 +13,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -43,7 +44,10 @@ SAMPLE_SENTENCES = [
     "예산은 매년 의회 심의를 거쳐 확정된다.",
     "누구나 집에서 소장 자료를 찾아볼 수 있다.",
 ]
-SAMPLE_ROWS = ["구분: 인건비 | 2024년: 3억 원 | 2025년: 4억 원", "구분: 장비비 | 2024년: 1억 원 | 2025년: 2억 원"]
+SAMPLE_ROWS = [
+    "구분: 인건비 | 2024년: 3억 원 | 2025년: 4억 원",
+    "구분: 장비비 | 2024년: 1억 원 | 2025년: 2억 원",
+]
 
 
 def _zip(files: dict[str, bytes | str]) -> bytes:
@@ -122,7 +126,9 @@ def hwpx(blocks: Sequence[Block], pages_as_sections: bool = True) -> bytes:
     files["version.xml"] = '<?xml version="1.0" encoding="UTF-8"?><hv:HCFVersion xmlns:hv="x" major="5"/>'
     styles = "".join(
         f'<hh:style id="{i}" type="PARA" name="{name}" engName="{eng}" paraPrIDRef="0" charPrIDRef="0"/>'
-        for i, (name, eng) in enumerate([("바탕글", "Normal"), ("개요 1", "Outline 1"), ("개요 2", "Outline 2")])
+        for i, (name, eng) in enumerate(
+            [("바탕글", "Normal"), ("개요 1", "Outline 1"), ("개요 2", "Outline 2")]
+        )
     )
     files["Contents/header.xml"] = (
         f'<?xml version="1.0" encoding="UTF-8"?><hh:head {HH} version="1.4" secCnt="{len(sections)}">'
@@ -137,8 +143,10 @@ def hwpx(blocks: Sequence[Block], pages_as_sections: bool = True) -> bytes:
 
 
 # -- DOCX ------------------------------------------------------------------------------------------
-WNS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" ' \
+WNS = (
+    'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
     'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+)
 _RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _PKG = "http://schemas.openxmlformats.org/package/2006"
 
@@ -177,17 +185,20 @@ def docx(blocks: Sequence[Block]) -> bytes:
                           ("ListBullet", "List Bullet")]
     )  # fmt: skip
     ct = "application/vnd.openxmlformats-officedocument.wordprocessingml"
+    xml = '<?xml version="1.0" encoding="UTF-8"?>'
     return _zip(
         {
-            "[Content_Types].xml": f'<?xml version="1.0" encoding="UTF-8"?><Types xmlns="{_PKG}/content-types">'
-            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            "[Content_Types].xml": f'{xml}<Types xmlns="{_PKG}/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
             '<Default Extension="xml" ContentType="application/xml"/>'
             f'<Override PartName="/word/document.xml" ContentType="{ct}.document.main+xml"/>'
             f'<Override PartName="/word/styles.xml" ContentType="{ct}.styles+xml"/>'
             f'<Override PartName="/word/footnotes.xml" ContentType="{ct}.footnotes+xml"/>'
             f'<Override PartName="/word/header1.xml" ContentType="{ct}.header+xml"/></Types>',
-            "_rels/.rels": f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{_PKG}/relationships">'
-            f'<Relationship Id="rId1" Type="{_RELS}/officeDocument" Target="word/document.xml"/></Relationships>',
+            "_rels/.rels": f'{xml}<Relationships xmlns="{_PKG}/relationships">'
+            f'<Relationship Id="rId1" Type="{_RELS}/officeDocument" Target="word/document.xml"/>'
+            "</Relationships>",
             "word/_rels/document.xml.rels": f'<?xml version="1.0" encoding="UTF-8"?>'
             f'<Relationships xmlns="{_PKG}/relationships">'
             f'<Relationship Id="rId1" Type="{_RELS}/styles" Target="styles.xml"/>'
@@ -196,9 +207,10 @@ def docx(blocks: Sequence[Block]) -> bytes:
             "word/document.xml": f'<?xml version="1.0" encoding="UTF-8"?><w:document {WNS}><w:body>'
             f"{''.join(body)}{sect}</w:body></w:document>",
             "word/styles.xml": f'<?xml version="1.0" encoding="UTF-8"?><w:styles {WNS}>{styles}</w:styles>',
-            "word/footnotes.xml": f'<?xml version="1.0" encoding="UTF-8"?><w:footnotes {WNS}>'
-            f'<w:footnote w:type="separator" w:id="-1"><w:p/></w:footnote>{"".join(notes)}</w:footnotes>',
-            "word/header1.xml": f'<?xml version="1.0" encoding="UTF-8"?><w:hdr {WNS}>{_w_p(HEADER_LINE)}</w:hdr>',
+            "word/footnotes.xml": f"{xml}<w:footnotes {WNS}>"
+            f'<w:footnote w:type="separator" w:id="-1"><w:p/></w:footnote>{"".join(notes)}'
+            "</w:footnotes>",
+            "word/header1.xml": f"{xml}<w:hdr {WNS}>{_w_p(HEADER_LINE)}</w:hdr>",
         }
     )
 
@@ -219,7 +231,9 @@ def pptx(slides: Sequence[dict[str, Any]]) -> bytes:
             body.add_paragraph().text = line
         if spec.get("table"):
             rows = spec["table"]
-            shape = slide.shapes.add_table(len(rows), len(rows[0]), Inches(1), Inches(5), Inches(6), Inches(1))
+            shape = slide.shapes.add_table(
+                len(rows), len(rows[0]), Inches(1), Inches(5), Inches(6), Inches(1)
+            )
             for r, row in enumerate(rows):
                 for c, cell in enumerate(row):
                     shape.table.cell(r, c).text = cell
@@ -281,21 +295,25 @@ def cfb(streams: dict[str, bytes]) -> bytes:
     # directory: root, storages, streams; siblings as a right-leaning chain sorted the CFB way
     names = sorted(streams)
     storages = sorted({n.split("/")[0] for n in names if "/" in n})
-    entries: list[dict[str, Any]] = [{"name": "Root Entry", "type": 5, "start": root_start, "size": len(b"".join(mini))}]
+    entries: list[dict[str, Any]] = [
+        {"name": "Root Entry", "type": 5, "start": root_start, "size": len(b"".join(mini))}
+    ]
     index: dict[str, int] = {}
     for storage in storages:
         index[storage] = len(entries)
         entries.append({"name": storage, "type": 1, "start": 0, "size": 0})
     for name in names:
         index[name] = len(entries)
-        entries.append({"name": name.split("/")[-1], "type": 2, "start": starts[name], "size": len(streams[name])})
+        entries.append(
+            {"name": name.split("/")[-1], "type": 2, "start": starts[name], "size": len(streams[name])}
+        )
 
     def link(parent: int, children: list[str]) -> None:
         order = sorted(children, key=lambda n: (len(n.split("/")[-1]), n.split("/")[-1].upper()))
         if not order:
             return
         entries[parent]["child"] = index[order[0]]
-        for a, b in zip(order, order[1:], strict=False):
+        for a, b in pairwise(order):
             entries[index[a]]["right"] = index[b]
 
     link(0, [n for n in names if "/" not in n] + storages)
@@ -308,7 +326,9 @@ def cfb(streams: dict[str, bytes]) -> bytes:
             raw_name.ljust(64, b"\0")
             + struct.pack("<HBB", len(raw_name), e["type"], 1)
             + struct.pack("<III", e.get("left", FREE), e.get("right", FREE), e.get("child", FREE))
-            + b"\0" * 16 + b"\0" * 4 + b"\0" * 16
+            + b"\0" * 16
+            + b"\0" * 4
+            + b"\0" * 16
             + struct.pack("<IQ", e["start"], e["size"])
         )
     directory += b"\0" * (-len(directory) % 512)
@@ -362,9 +382,11 @@ def hwp(blocks: Sequence[Block], flags: int = 0x1) -> bytes:
     docinfo = b""
     for name in ("바탕글", "개요 1", "개요 2"):
         raw = name.encode("utf-16-le")
-        docinfo += _record(0x10 + 10, 0, struct.pack("<H", len(name)) + raw + struct.pack("<HBBhHH", 0, 0, 0, 0, 0, 0))
+        docinfo += _record(
+            0x10 + 10, 0, struct.pack("<H", len(name)) + raw + struct.pack("<HBBhHH", 0, 0, 0, 0, 0, 0)
+        )
     body = b""
-    header_ctrl = _record(0x10 + 55, 1, "head".encode()[::-1] + b"\0" * 4)
+    header_ctrl = _record(0x10 + 55, 1, b"head"[::-1] + b"\0" * 4)
     header_ctrl += _hwp_list([HEADER_LINE], 2)
     body += _hwp_paragraph("", 0, controls=[header_ctrl], prefix=_control(16, "head"))
     brk = 0
@@ -377,13 +399,13 @@ def hwp(blocks: Sequence[Block], flags: int = 0x1) -> bytes:
             body += _hwp_paragraph(block[1], 0, style=int(kind[1]), brk=brk)
         elif kind in ("p", "li"):
             if len(block) > 2:
-                note = _record(0x10 + 55, 1, "fn  ".encode()[::-1] + b"\0" * 4) + _hwp_list([block[2]], 2)
+                note = _record(0x10 + 55, 1, b"fn  "[::-1] + b"\0" * 4) + _hwp_list([block[2]], 2)
                 body += _hwp_paragraph(block[1] + _control(17, "fn  "), 0, brk=brk, controls=[note])
             else:
                 body += _hwp_paragraph(block[1], 0, brk=brk)
         elif kind == "table":
             rows = block[1]
-            ctrl = _record(0x10 + 55, 1, "tbl ".encode()[::-1] + b"\0" * 4)
+            ctrl = _record(0x10 + 55, 1, b"tbl "[::-1] + b"\0" * 4)
             ctrl += _record(0x10 + 61, 2, struct.pack("<IHH", 0, len(rows), len(rows[0])))
             for r, row in enumerate(rows):
                 for c, cell in enumerate(row):

@@ -55,8 +55,16 @@ def test_hwpx_page_breaks_inside_one_section(tmp_path: Path) -> None:
 
 def test_pptx_slides_and_notes(tmp_path: Path) -> None:
     slides = [
-        {"title": "도서관 사업", "lines": ["디지털 전환을 시작한다.", "모든 자료를 스캔한다."], "notes": "발표는 5분 안에 끝낸다."},
-        {"title": "예산", "lines": ["예산은 두 해에 나뉜다."], "table": [["구분", "금액"], ["인건비", "3억 원"]]},
+        {
+            "title": "도서관 사업",
+            "lines": ["디지털 전환을 시작한다.", "모든 자료를 스캔한다."],
+            "notes": "발표는 5분 안에 끝낸다.",
+        },
+        {
+            "title": "예산",
+            "lines": ["예산은 두 해에 나뉜다."],
+            "table": [["구분", "금액"], ["인건비", "3억 원"]],
+        },
     ]
     doc = read_file(write(tmp_path / "deck.pptx", office.pptx(slides)))
     assert doc.metadata["slides"] == 2 and doc.title == "도서관 사업"
@@ -68,10 +76,16 @@ def test_pptx_slides_and_notes(tmp_path: Path) -> None:
 
 
 def test_xlsx_rows_with_headers(tmp_path: Path) -> None:
-    sheets = {"직원": [["이름", "부서", "입사"], ["김철수", "총무과", 2019], ["이영희", "기획과", 2021.0]], "빈 시트": []}
+    sheets = {
+        "직원": [["이름", "부서", "입사"], ["김철수", "총무과", 2019], ["이영희", "기획과", 2021.0]],
+        "빈 시트": [],
+    }
     doc = read_file(write(tmp_path / "staff.xlsx", office.xlsx(sheets)))
     lines = doc.text.split("\n")
-    assert "이름: 김철수 | 부서: 총무과 | 입사: 2019" in lines and "이름: 이영희 | 부서: 기획과 | 입사: 2021" in lines
+    assert (
+        "이름: 김철수 | 부서: 총무과 | 입사: 2019" in lines
+        and "이름: 이영희 | 부서: 기획과 | 입사: 2021" in lines
+    )
     assert doc.metadata["sheets"] == ["직원", "빈 시트"]
     assert describe(location(doc.metadata, doc.text.index("이영희"))) == "직원, 표 1"
 

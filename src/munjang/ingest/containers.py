@@ -21,7 +21,9 @@ def open_zip(raw: bytes, path: str | Path, kind: str, required: str) -> zipfile.
     if not raw:
         raise ReadError(path, "no text (empty file)")
     if raw.startswith(OLE_MAGIC):
-        raise ReadError(path, f"encrypted or DRM-protected {kind} (an OLE container, not a zip); decrypt it first")
+        raise ReadError(
+            path, f"encrypted or DRM-protected {kind} (an OLE container, not a zip); decrypt it first"
+        )
     if not raw.startswith(ZIP_MAGIC):
         raise ReadError(path, f"not a {kind} file (no zip header: DRM-protected or corrupt)")
     try:

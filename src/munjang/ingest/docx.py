@@ -82,7 +82,6 @@ class _Reader:
                 self.layout.place(page=self.page)
             else:
                 kind = "footnote" if tag == f"{W}footnoteReference" else "endnote"
-                note = self.notes[kind].get(element.get(f"{W}id") or "")
                 note_id = element.get(f"{W}id") or ""
                 if note_id in self.notes[kind]:
                     number = list(self.notes[kind]).index(note_id) + 1

@@ -94,7 +94,9 @@ def _read(ole: Any, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
     if flags & PASSWORD:
         raise ReadError(path, "encrypted HWP (password); decrypt it first")
     if flags & DISTRIBUTION:
-        raise ReadError(path, "HWP distribution document (encrypted, read-only); save it as a normal document")
+        raise ReadError(
+            path, "HWP distribution document (encrypted, read-only); save it as a normal document"
+        )
     compressed = bool(flags & COMPRESSED)
     levels = _heading_levels(_records(_stream(ole, "DocInfo", compressed))) if ole.exists("DocInfo") else {}
     sections = sorted(

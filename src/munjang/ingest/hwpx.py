@@ -30,13 +30,18 @@ def read_hwpx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, 
     etree = require("lxml.etree")
 
     names = sorted(
-        (n for n in archive.namelist() if _SECTION.match(n)), key=lambda n: int(_SECTION.match(n).group(1))  # type: ignore[union-attr]
+        (n for n in archive.namelist() if _SECTION.match(n)),
+        key=lambda n: int(_SECTION.match(n).group(1)),  # type: ignore[union-attr]
     )
     manifest = "META-INF/manifest.xml"
     if manifest in archive.namelist() and b"encryption-data" in member(archive, manifest, path, "HWPX"):
         raise ReadError(path, "encrypted HWPX (password or DRM); decrypt it first")
     try:
-        head = member(archive, "Contents/header.xml", path, "HWPX") if "Contents/header.xml" in archive.namelist() else b""
+        head = (
+            member(archive, "Contents/header.xml", path, "HWPX")
+            if "Contents/header.xml" in archive.namelist()
+            else b""
+        )
         reader = _Reader(_heading_levels(etree.fromstring(head)) if head else ({}, {}))
         for number, name in enumerate(names):
             root = etree.fromstring(member(archive, name, path, "HWPX"))

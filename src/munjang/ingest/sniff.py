@@ -17,7 +17,7 @@ ZIP_MARKS = (
 
 
 def sniff(raw: bytes) -> str | None:
-    """"pdf", "hwp", "hwpx", "docx", "pptx", "xlsx", "html" or "text" by content, or None (binary data
+    """ "pdf", "hwp", "hwpx", "docx", "pptx", "xlsx", "html" or "text" by content, or None (binary data
     of another kind, or a zip or OLE file of another kind)."""
     head = raw[:1024]
     if b"%PDF-" in head:

@@ -40,9 +40,9 @@ from .image_files import document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .live_index import LexicalIndex, label_problems
 from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
-from .sections import Section, outline_of
 from .results import AddResult
 from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
+from .sections import Section, outline_of
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
@@ -353,7 +353,9 @@ class Collection(CollectionSearch, CollectionEncoding):
                 replaced.append(doc_id)
                 new_rows.append(i)
         plans = (
-            self._plan([texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows])
+            self._plan(
+                [texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows]
+            )
             if new_rows
             else []
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 FIELD = "sections"
@@ -66,12 +67,14 @@ def outline_of(metadata: Mapping[str, Any] | None, length: int) -> list[Section]
             heading = tuple(str(h) for h in item.get("heading") or ())
             places = {k: item[k] for k in PLACES if item.get(k) is not None}
             sections.append(
-                Section(int(item["start"]), int(item["end"]), heading, str(item.get("kind", "text")), **places)
+                Section(
+                    int(item["start"]), int(item["end"]), heading, str(item.get("kind", "text")), **places
+                )
             )
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
     edges_ok = sections[0].start == 0 and sections[-1].end == length
-    if not edges_ok or any(a.end != b.start for a, b in zip(sections, sections[1:], strict=False)):
+    if not edges_ok or any(a.end != b.start for a, b in pairwise(sections)):
         return None
     if any(s.end <= s.start or s.kind not in KINDS for s in sections):
         return None
