@@ -82,6 +82,13 @@ def read_file(
         raise ReadError(path, "is a folder, not a file") from None
     except OSError as e:
         raise ReadError(path, e.strerror or str(e)) from None
+    return read_bytes(raw, path, kind, document_id(path, root))
+
+
+def read_bytes(raw: bytes, path: Path, kind: str, doc_id: str | None = None) -> SourceDocument:
+    """Read a file's bytes (already in memory: an upload) as format `kind`; `path` names it in errors
+    and in the "path" metadata, `doc_id` defaults to its name. Raises ReadError as `read_file` does."""
+    path = Path(path)
     metadata: dict[str, Any] = {"path": path.as_posix(), "format": kind, "bytes": len(raw)}
     title: str | None = None
     if kind in OFFICE:
@@ -95,11 +102,13 @@ def read_file(
         text, title = read_html(raw, path)
     elif kind == "markdown":
         text, title = read_markdown(decode(raw, path))
-    else:
+    elif kind == "text":
         text = decode(raw, path)
+    else:
+        raise _unsupported(path)
     if not text.strip():
         raise ReadError(path, "no text" if raw else "no text (empty file)")
-    return SourceDocument(document_id(path, root), text, title, metadata)
+    return SourceDocument(doc_id or path.name, text, title, metadata)
 
 
 def find_files(

@@ -131,3 +131,9 @@ def describe(place: Mapping[str, Any]) -> str:
     if place.get("table") is not None:
         parts.append(f"표 {place['table']}")
     return ", ".join(parts)
+
+
+def labelled(metadata: Mapping[str, Any] | None, offset: int) -> dict[str, Any]:
+    """`location` with its `describe` text as "label" ({} when nothing is known): what a hit shows."""
+    place = location(metadata, offset)
+    return {**place, "label": describe(place)} if place else {}

@@ -37,7 +37,9 @@ from ..search import CollectionError
 from ..search.collection import Collection
 from ..search.filters import compile_filter
 from ..search.hybrid import check_weights
+from ..search.sections import labelled
 from .errors import APIError
+from .files_api import add_file_routes
 from .images_api import add_image_routes, check_image_collection, decode_image_query, holds_images
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
@@ -420,6 +422,7 @@ def add_collection_routes(
                     "score": h.score,
                     "scores": h.scores,
                     "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
+                    "location": labelled(h.metadata, h.start),
                     "matched_terms": matched,
                 }
                 for h, matched in zip(hits, terms, strict=True)
@@ -427,6 +430,7 @@ def add_collection_routes(
         }
 
     add_image_routes(router, named)
+    add_file_routes(router, settings, named, read_body)
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:
