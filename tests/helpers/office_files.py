@@ -421,4 +421,6 @@ def hwp(blocks: Sequence[Block], flags: int = 0x1) -> bytes:
         compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
         return compressor.compress(data) + compressor.flush()
 
-    return cfb({"FileHeader": header, "DocInfo": pack(docinfo), "BodyText/Section0": pack(body)})
+    summary = b"\xfe\xff\x00\x00" + b"\x00" * 44  # an empty property set: readers look for the stream
+    streams = {"FileHeader": header, "DocInfo": pack(docinfo), "BodyText/Section0": pack(body)}
+    return cfb({**streams, "\x05HwpSummaryInformation": summary})

@@ -35,8 +35,8 @@ Settings (`Collection.create(chunking=...)`, kept in the collection's configurat
 A document with an outline (metadata "sections", written by the office readers: `sections.py`) that
 does not fit one passage is cut section by section: no passage spans two sections, each carries the
 document title and its section's heading path in front (as encoded and as BM25 reads it), and a
-table's section is packed by whole rows (lines) instead of sentences. Late chunking ignores the
-outline.
+table's section is packed by whole rows (lines) instead of sentences. With late chunking the
+passages are the outline's, pooled from windows of the whole document (no section path in front).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import asyncio
 import base64
 import binascii
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -47,7 +47,10 @@ def decode_file(request: FileRequest) -> tuple[bytes, str]:
         raise APIError(400, "'content' is an empty file", "content", "empty_input")
     kind = sniff(raw)
     if kind is None:
-        message = "the file's type is not one that can be read (by content: PDF, HWP, HWPX, DOCX, PPTX, XLSX, HTML, text)"
+        message = (
+            "the file's type is not one that can be read "
+            "(by content: PDF, HWP, HWPX, DOCX, PPTX, XLSX, HTML, text)"
+        )
         raise APIError(400, message, "content", "unsupported_file_type")
     return raw, kind
 
@@ -66,7 +69,7 @@ def add_file_routes(
         raw, kind = decode_file(parsed)
         label = PurePosixPath(parsed.name.replace("\\", "/")).name or "upload"
         try:
-            doc = await asyncio.to_thread(read_bytes, raw, label, kind, parsed.id or label)
+            doc = await asyncio.to_thread(read_bytes, raw, Path(label), kind, parsed.id or label)
         except (ReadError, MissingExtraError) as e:
             raise APIError(400, str(e), "content", "unreadable_file") from None
         metadata = {**doc.metadata, **({"title": doc.title} if doc.title else {})}
