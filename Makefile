@@ -13,7 +13,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[server]"
+	$(BIN)/pip install --quiet -e ".[server,files]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml

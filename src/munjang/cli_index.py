@@ -147,8 +147,8 @@ def add(
         list[Path],
         typer.Argument(
             help="Records: .txt (one per line), .jsonl, .csv or .tsv files. Or documents, one per file: "
-            ".md, .html, .htm, .pdf files and folders of them (.txt too, inside folders or with --format "
-            "files); the id is the path under the folder given.",
+            ".md, .html, .htm, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx files and folders of them (.txt too, "
+            "inside folders or with --format files); the id is the path under the folder given.",
             show_default=False,
         ),
     ],
@@ -178,7 +178,8 @@ def add(
     device: DeviceOption = None,
 ) -> None:
     """Add documents: records (jsonl: other fields become metadata; csv/tsv: other columns), or whole
-    files (.md, .html, .pdf, .txt: path, format, title and PDF pages become metadata).
+    files (.md, .html, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx, .txt: path, format, title, pages and
+    the office files' outline become metadata).
 
     Adding files resumes: files whose id is already in the collection are not read again (unless
     --upsert). A file that cannot be read is reported on one `error:` line and the rest are added; the
@@ -288,6 +289,7 @@ def _add_files(
 
     from tqdm.auto import tqdm
 
+    from .errors import MissingExtraError
     from .ingest import ReadError, document_id, find_files, read_file
 
     # pypdf logs warnings about damaged PDFs; the one error line per file says enough.
@@ -345,6 +347,9 @@ def _add_files(
                     batch.append(read_file(file, root, max_bytes=max_bytes))
                 except ReadError as e:
                     report(e)
+                    continue
+                except MissingExtraError as e:  # a reader's library is not installed: this file only
+                    report(f"{file}: {e}")
                     continue
                 if len(batch) >= per_commit or sum(len(d.text) for d in batch) >= FILE_BATCH_CHARS:
                     commit()

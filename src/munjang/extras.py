@@ -24,6 +24,11 @@ EXTRAS = {
     "pypdf": ("reading PDF files", "files"),
     "bs4": ("reading HTML files", "files"),
     "charset_normalizer": ("reading text that is not UTF-8", "files"),
+    "docx": ("reading DOCX files", "files"),
+    "pptx": ("reading PPTX files", "files"),
+    "openpyxl": ("reading XLSX files", "files"),
+    "olefile": ("reading HWP files", "files"),
+    "lxml": ("reading HWPX and DOCX files", "files"),
     "PIL": ("images (CLIP models, image collections)", "images"),
 }
 

@@ -33,7 +33,7 @@ def docs(tmp_path: Path) -> Path:
         write(folder / name, data)
     for name, (data, _) in BAD.items():
         write(folder / name, data)
-    write(folder / "notes.docx", b"ignored in a folder: not a supported type")
+    write(folder / "notes.odt", b"ignored in a folder: not a supported type")
     return folder
 
 
@@ -166,4 +166,7 @@ def test_explicit_bad_paths(col: str, tmp_path: Path, capsys, monkeypatch) -> No
     empty = tmp_path / "empty"
     empty.mkdir()
     code, _, err = run_cli(["index", "add", col, str(empty)], capsys, monkeypatch)
-    assert code == 2 and "no .txt, .md, .markdown, .html, .htm, .pdf files" in err
+    assert (
+        code == 2
+        and "no .txt, .md, .markdown, .html, .htm, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx files" in err
+    )

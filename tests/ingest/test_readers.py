@@ -78,8 +78,8 @@ def test_size_limit(tmp_path: Path) -> None:
 def test_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(ReadError, match="no such file"):
         read_file(tmp_path / "missing.txt")
-    with pytest.raises(ReadError, match=r"unsupported file type '\.docx'"):
-        read_file(write(tmp_path / "a.docx", "x"))
+    with pytest.raises(ReadError, match=r"unsupported file type '\.odt'"):
+        read_file(write(tmp_path / "a.odt", "x"))
     error = ReadError(tmp_path / "x.pdf", "broken")
     assert isinstance(error, MunjangError)
     assert (error.path, error.reason, str(error)) == (
@@ -218,7 +218,7 @@ def test_not_a_pdf(tmp_path: Path) -> None:
 
 # -- finding files ---------------------------------------------------------------------------------
 def test_find_files(tmp_path: Path) -> None:
-    for name in ("b.md", "a.txt", "sub/c.html", "sub/deeper/d.pdf", "sub/E.HTM", "skip.docx", ".hidden.md"):
+    for name in ("b.md", "a.txt", "sub/c.html", "sub/deeper/d.pdf", "sub/E.HTM", "skip.odt", ".hidden.md"):
         write(tmp_path / "docs" / name, "x")
     write(tmp_path / "docs" / ".git" / "x.md", "x")
     write(tmp_path / "other.md", "x")
@@ -256,6 +256,11 @@ def test_suffixes() -> None:
         ".html": "html",
         ".htm": "html",
         ".pdf": "pdf",
+        ".hwp": "hwp",
+        ".hwpx": "hwpx",
+        ".docx": "docx",
+        ".pptx": "pptx",
+        ".xlsx": "xlsx",
     }
 
 

@@ -1,9 +1,11 @@
-"""Reading files (plain text, Markdown, HTML, PDF) into documents for a collection."""
+"""Reading files (plain text, Markdown, HTML, PDF, HWP, HWPX, DOCX, PPTX, XLSX) into documents for a
+collection; `sniff` tells a format by content."""
 
 from __future__ import annotations
 
 from .document import ReadError, SourceDocument
-from .readers import MAX_BYTES, SUFFIXES, document_id, file_format, find_files, read_file
+from .readers import MAX_BYTES, SUFFIXES, document_id, file_format, find_files, read_bytes, read_file
+from .sniff import sniff
 
 __all__ = [
     "MAX_BYTES",
@@ -13,5 +15,7 @@ __all__ = [
     "document_id",
     "file_format",
     "find_files",
+    "read_bytes",
     "read_file",
+    "sniff",
 ]

@@ -1,5 +1,5 @@
 """Files to `SourceDocument`s: which files (`find_files`) and how each is read (`read_file`), for
-plain text, Markdown, HTML and PDF."""
+plain text, Markdown, HTML, PDF and the office formats (HWP, HWPX, DOCX, PPTX, XLSX: `OFFICE`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,14 @@ from typing import Any
 
 from .decode import decode
 from .document import ReadError, SourceDocument
+from .docx import read_docx
 from .html import read_html
+from .hwp import read_hwp
+from .hwpx import read_hwpx
 from .markdown import read_markdown
 from .pdf import read_pdf
+from .pptx import read_pptx
+from .xlsx import read_xlsx
 
 SUFFIXES: dict[str, str] = {
     ".txt": "text",
@@ -21,12 +26,26 @@ SUFFIXES: dict[str, str] = {
     ".html": "html",
     ".htm": "html",
     ".pdf": "pdf",
+    ".hwp": "hwp",
+    ".hwpx": "hwpx",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+}
+# The structured readers: (raw, path) -> (text, title, metadata with the outline: search/sections.py).
+OFFICE: dict[str, Callable[[bytes, Path], tuple[str, str | None, dict[str, Any]]]] = {
+    "hwp": read_hwp,
+    "hwpx": read_hwpx,
+    "docx": read_docx,
+    "pptx": read_pptx,
+    "xlsx": read_xlsx,
 }
 MAX_BYTES = 100 * 1024 * 1024
 
 
 def file_format(path: Path) -> str | None:
-    """ "text", "markdown", "html" or "pdf" by the file's suffix (any case), else None."""
+    """The format ("text", "markdown", "html", "pdf", "hwp", ...: SUFFIXES) by the file's suffix (any
+    case), else None."""
     return SUFFIXES.get(path.suffix.lower())
 
 
@@ -41,12 +60,15 @@ def document_id(path: Path, root: Path | None = None) -> str:
         return path.name
 
 
-def read_file(path: Path, root: Path | None = None, max_bytes: int = MAX_BYTES) -> SourceDocument:
-    """Read one file into a SourceDocument (the format by its suffix). Raises ReadError, naming the file,
-    for a missing, oversized, binary, empty, encrypted, corrupt or image-only file, or an unsupported
-    suffix."""
+def read_file(
+    path: Path, root: Path | None = None, max_bytes: int = MAX_BYTES, kind: str | None = None
+) -> SourceDocument:
+    """Read one file into a SourceDocument (the format by its suffix, or `kind`). Raises ReadError,
+    naming the file, for a missing, oversized, binary, empty, encrypted, DRM-protected, corrupt or
+    image-only file, or an unsupported suffix; a reader whose library is missing raises
+    MissingExtraError."""
     path = Path(path)
-    kind = file_format(path)
+    kind = kind or file_format(path)
     if kind is None:
         raise _unsupported(path)
     try:
@@ -60,9 +82,19 @@ def read_file(path: Path, root: Path | None = None, max_bytes: int = MAX_BYTES) 
         raise ReadError(path, "is a folder, not a file") from None
     except OSError as e:
         raise ReadError(path, e.strerror or str(e)) from None
+    return read_bytes(raw, path, kind, document_id(path, root))
+
+
+def read_bytes(raw: bytes, path: Path, kind: str, doc_id: str | None = None) -> SourceDocument:
+    """Read a file's bytes (already in memory: an upload) as format `kind`; `path` names it in errors
+    and in the "path" metadata, `doc_id` defaults to its name. Raises ReadError as `read_file` does."""
+    path = Path(path)
     metadata: dict[str, Any] = {"path": path.as_posix(), "format": kind, "bytes": len(raw)}
     title: str | None = None
-    if kind == "pdf":
+    if kind in OFFICE:
+        text, title, found = OFFICE[kind](raw, path)
+        metadata |= found
+    elif kind == "pdf":
         pdf = read_pdf(raw, path)
         text, title = pdf.text, pdf.title
         metadata |= {"pages": pdf.pages, "page_starts": pdf.page_starts}
@@ -70,11 +102,13 @@ def read_file(path: Path, root: Path | None = None, max_bytes: int = MAX_BYTES) 
         text, title = read_html(raw, path)
     elif kind == "markdown":
         text, title = read_markdown(decode(raw, path))
-    else:
+    elif kind == "text":
         text = decode(raw, path)
+    else:
+        raise _unsupported(path)
     if not text.strip():
         raise ReadError(path, "no text" if raw else "no text (empty file)")
-    return SourceDocument(document_id(path, root), text, title, metadata)
+    return SourceDocument(doc_id or path.name, text, title, metadata)
 
 
 def find_files(

@@ -78,6 +78,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return _spans(text, boundaries)
 
 
+def line_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of whole lines that tile the text, each with its line break (and any blank lines after)."""
+    cuts = [0, *(m.end() for m in _LAST_LINE_BREAK.finditer(text) if m.end() < len(text)), len(text)]
+    return [(a, b) for a, b in pairwise(cuts) if a < b]
+
+
 def _paragraphs(text: str) -> list[tuple[int, int]]:
     """Spans between blank lines, each with its trailing whitespace."""
     cuts = [0, *(m.end() for m in _PARAGRAPH_BREAK.finditer(text)), len(text)]
@@ -140,13 +146,16 @@ class Chunker:
     def __repr__(self) -> str:
         return f"Chunker(max_tokens={self.max_tokens}, overlap_tokens={self.overlap_tokens})"
 
-    def split(self, text: str) -> list[Chunk]:
-        """The chunks of `text` in order; [] for empty or whitespace-only text, one chunk if it fits."""
+    def split(self, text: str, units: Sequence[tuple[int, int]] | None = None) -> list[Chunk]:
+        """The chunks of `text` in order; [] for empty or whitespace-only text, one chunk if it fits.
+        `units` (spans that tile the text, e.g. `line_spans`: a table's rows) replace the sentences as
+        what is packed whole; a unit over the budget is still cut between words."""
         if not text.strip():
             return []
         if self._count([text])[0] <= self.max_tokens:
             return [Chunk(0, 0, len(text), text)]
-        spans, counts = self._fitted(text, split_sentences(text), self._split_long)
+        found = list(units) if units is not None else split_sentences(text)
+        spans, counts = self._fitted(text, found, self._split_long)
         ranges = self._chunk_ranges(text, spans, counts)
         return [
             Chunk(i, spans[first][0], spans[last][1], text[spans[first][0] : spans[last][1]])

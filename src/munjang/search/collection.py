@@ -42,6 +42,7 @@ from .live_index import LexicalIndex, label_problems
 from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
 from .results import AddResult
 from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
+from .sections import Section, outline_of
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
 from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, ReadOnlyError, text_hash
 
@@ -282,6 +283,7 @@ class Collection(CollectionSearch, CollectionEncoding):
             raise ValueError(f"{len(metas)} metadata entries for {len(ids)} documents")
         meta_json = [metadata_json(i, m) for i, m in zip(ids, metas, strict=True)]
         titles = [title_of(m, self.chunking) for m in metas]
+        outlines = [outline_of(m, len(t)) for m, t in zip(metas, texts, strict=True)]
         result = AddResult()
         progress = len(ids) > 1000 if show_progress_bar is None else show_progress_bar
         with self._write_lock():
@@ -302,6 +304,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                         texts[start:end],
                         meta_json[start:end],
                         titles[start:end],
+                        outlines[start:end],
                         on_conflict,
                         batch_size,
                         result,
@@ -329,12 +332,13 @@ class Collection(CollectionSearch, CollectionEncoding):
         texts: list[str],
         metas: list[str],
         titles: list[str | None],
+        outlines: list[list[Section] | None],
         on_conflict: str,
         batch_size: int,
         result: AddResult,
     ) -> None:
         model = self.config["model"]
-        digests = [document_hash(t, title) for t, title in zip(texts, titles, strict=True)]
+        digests = [document_hash(*row) for row in zip(texts, titles, outlines, strict=True)]
         existing = self.store.existing(ids)
         new_rows: list[int] = []
         replaced: list[str] = []
@@ -351,7 +355,13 @@ class Collection(CollectionSearch, CollectionEncoding):
             else:
                 replaced.append(doc_id)
                 new_rows.append(i)
-        plans = self._plan([texts[i] for i in new_rows], [titles[i] for i in new_rows]) if new_rows else []
+        plans = (
+            self._plan(
+                [texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows]
+            )
+            if new_rows
+            else []
+        )
         passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
         late = self._planner is not None and self.chunking.late
         inputs = [document_input(p.encoded, metas[i], self.images) for i, p, _ in passages]

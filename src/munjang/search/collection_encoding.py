@@ -14,6 +14,7 @@ import numpy as np
 from ..inference.hardware import torch_threads
 from .image_files import ImageFiles
 from .passages import ChunkingConfig, Passage, PassagePlanner
+from .sections import Section
 from .store import CollectionError
 
 
@@ -98,7 +99,9 @@ class CollectionEncoding:
         stalling every thread at the first Korean text of a write."""
         self._tokenizer()("한국어 문장")
 
-    def _plan(self, texts: list[str], titles: list[str | None]) -> list[list[Passage]]:
+    def _plan(
+        self, texts: list[str], titles: list[str | None], outlines: list[list[Section] | None] | None = None
+    ) -> list[list[Passage]]:
         """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
         `max_seq_length`) gets each document whole, as it would encode it."""
         encoder = self.encoder
@@ -108,7 +111,7 @@ class CollectionEncoding:
             name = self.config["document_prompt_name"]
             prompt = (getattr(encoder, "prompts", {}) or {}).get(name, "") if name else ""
             self._planner = PassagePlanner(encoder, self.chunking, prompt)
-        return self._planner.plan(texts, titles)
+        return self._planner.plan(texts, titles, outlines)
 
     def _vectors(
         self,

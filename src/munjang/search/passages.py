@@ -31,6 +31,12 @@ Settings (`Collection.create(chunking=...)`, kept in the collection's configurat
 - `title_field`: the metadata field carried into each passage as context (None: none).
 - `late`: late chunking (`late_chunking.py`): each passage's vector is pooled from a pass over a
   window of its document, so it carries the context around it.
+
+A document with an outline (metadata "sections", written by the office readers: `sections.py`) that
+does not fit one passage is cut section by section: no passage spans two sections, each carries the
+document title and its section's heading path in front (as encoded and as BM25 reads it), and a
+table's section is packed by whole rows (lines) instead of sentences. With late chunking the
+passages are the outline's, pooled from windows of the whole document (no section path in front).
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .chunking import Chunker, token_counter
+from .chunking import Chunker, line_spans, token_counter
+from .sections import Section
 from .store import text_hash
 
 CHUNKING_DEFAULTS: dict[str, Any] = {
@@ -138,9 +145,11 @@ def with_title(title: str | None, text: str) -> str:
     return f"{title}\n{text}"
 
 
-def document_hash(text: str, title: str | None) -> str:
-    """What tells a changed document: its text and the title its passages carry."""
-    return text_hash(with_title(title, text))
+def document_hash(text: str, title: str | None, outline: Sequence[Section] | None = None) -> str:
+    """What tells a changed document: its text, the title its passages carry and its outline."""
+    if not outline:
+        return text_hash(with_title(title, text))
+    return text_hash(with_title(title, text) + "\0" + repr([s.to_dict() for s in outline]))
 
 
 def late_key(document: str, passage: Passage) -> str:
@@ -178,16 +187,26 @@ class PassagePlanner:
         if self.budget < 8:
             raise ValueError(f"the model's window leaves {self.budget} tokens per passage")
 
-    def plan(self, texts: Sequence[str], titles: Sequence[str | None]) -> list[list[Passage]]:
-        """The passages of each document, in order; a document that fits is one passage."""
+    def plan(
+        self,
+        texts: Sequence[str],
+        titles: Sequence[str | None],
+        outlines: Sequence[Sequence[Section] | None] | None = None,
+    ) -> list[list[Passage]]:
+        """The passages of each document, in order; a document that fits is one passage, one with an
+        outline (`outlines`, None for a plain document) is cut section by section."""
         encoded = [with_title(t, x) for x, t in zip(texts, titles, strict=True)]
         if not self.config.enabled:
             return [[Passage(0, 0, len(x), x, whole)] for x, whole in zip(texts, encoded, strict=True)]
         sizes = self.count(encoded)
+        shapes = list(outlines) if outlines is not None else [None] * len(texts)
         out: list[list[Passage]] = []
-        for text, title, whole, size in zip(texts, titles, encoded, sizes, strict=True):
+        for text, title, whole, size, outline in zip(texts, titles, encoded, sizes, shapes, strict=True):
             if size <= self.budget:
                 out.append([Passage(0, 0, len(text), text, whole)])
+                continue
+            if outline:
+                out.append(self._plan_outline(text, title, outline))
                 continue
             heading = self.count([f"{title}\n"])[0] if title else 0
             windows = [(0, text)] if size <= self.window else self._split(text, self.window - heading)
@@ -202,11 +221,33 @@ class PassagePlanner:
             out.append(passages)
         return out
 
-    def _split(self, text: str, room: int) -> list[tuple[int, str]]:
-        """(offset, text) of the sentence-aligned chunks of `text` that fit `room` tokens."""
+    def _plan_outline(self, text: str, title: str | None, outline: Sequence[Section]) -> list[Passage]:
+        """The passages of a document cut section by section (see the module docstring)."""
+        passages: list[Passage] = []
+        for section in outline:
+            body = text[section.start : section.end]
+            if not body.strip():
+                continue
+            head = "\n".join(p for p in (title, section.path) if p) or None
+            rows = section.kind == "table"
+            heading = self.count([f"{head}\n"])[0] if head else 0
+            fits = self.count([with_title(head, body)])[0] <= self.window
+            windows = [(0, body)] if fits else self._split(body, self.window - heading, rows)
+            for offset, window in windows:
+                context = with_title(head, window) if self.config.lexical_context == "window" else ""
+                for start, part in self._split(window, self.budget - heading, rows):
+                    begin = section.start + offset + start
+                    encoded = with_title(head, part)
+                    passages.append(Passage(len(passages), begin, begin + len(part), part, encoded, context))
+        return passages
+
+    def _split(self, text: str, room: int, rows: bool = False) -> list[tuple[int, str]]:
+        """(offset, text) of the sentence-aligned chunks of `text` that fit `room` tokens (with `rows`,
+        line-aligned: a table's rows are never cut unless one alone is over the budget)."""
         room = max(room, 8)
-        chunker = Chunker(self.count, room, min(self.config.overlap_tokens, room // 2))
-        return [(c.start, c.text) for c in chunker.split(text)]
+        overlap = 0 if rows else min(self.config.overlap_tokens, room // 2)
+        chunker = Chunker(self.count, room, overlap)
+        return [(c.start, c.text) for c in chunker.split(text, line_spans(text) if rows else None)]
 
     def late_vectors(
         self,

@@ -37,8 +37,10 @@ from ..search import CollectionError, ReadOnlyError, StorageFullError
 from ..search.collection import Collection
 from ..search.filters import compile_filter
 from ..search.hybrid import check_weights
+from ..search.sections import labelled
 from .compute import ComputeGate
 from .errors import APIError
+from .files_api import add_file_routes
 from .images_api import (
     add_image_routes,
     check_image_collection,
@@ -459,6 +461,7 @@ def add_collection_routes(
                     "score": h.score,
                     "scores": h.scores,
                     "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
+                    "location": labelled(h.metadata, h.start),
                     "matched_terms": matched,
                 }
                 for h, matched in zip(hits, terms, strict=True)
@@ -466,6 +469,7 @@ def add_collection_routes(
         }
 
     add_image_routes(router, named)
+    add_file_routes(router, settings, named, read_body, gate)
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:

@@ -124,6 +124,13 @@ function renderResults(hits) {
     const id = document.createElement("span");
     id.textContent = hit.id;
     meta.append(id);
+    const place = hit.location || {};
+    if (place.label || place.heading) {
+      const located = document.createElement("span");
+      located.className = "location";
+      located.textContent = [place.label, place.heading].filter(Boolean).join(" · ");
+      meta.append(located);
+    }
     if (hit.passage && hit.passage.partial) {
       const where = document.createElement("span");
       where.className = "passage";
