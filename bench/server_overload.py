@@ -7,7 +7,9 @@
    slowest answer against the deadline, p50/p99 latency of the accepted ones, and the server's
    resident memory (its process and the model processes) after each round: flat means nothing piles up;
    the model processes' growth over the last 10 bursts is reported on its own.
-2. Search during an add: idle search latency (median of 10), then `--docs` documents added through
+2. Abandoned work: 6 concurrent /v1/similarity requests of 256 sentences of 1,200 characters whose
+   clients leave after 5 s, then the server's CPU seconds in each second after: idle means dropped.
+3. Search during an add: idle search latency (median of 10), then `--docs` documents added through
    POST /v1/collections/bench/documents (2,000 per request, one after another) while a search runs
    every 0.25 s. First the same documents go, request by request, into another collection with no
    search running (the add's own time alone: a write gives up a core only while searches come),
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -160,6 +163,58 @@ def search_during_add(url: str, docs: int) -> dict[str, Any]:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` and its descendants (Linux /proc)."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            with open(f"/proc/{p}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def abandoned_similarity(url: str, pid: int, clients: int = 6, timeout: float = 5.0) -> dict[str, Any]:
+    """The hardening probe: `clients` concurrent /v1/similarity requests of 256 sentences of 1,200
+    characters, each client leaving after `timeout` s; then the server's CPU use (all its processes)
+    in each of the 4 seconds after they left: idle means the abandoned work was dropped."""
+    sentence = "주식 시장이 오늘 큰 폭으로 하락했고 투자자들은 불안해했다. " * 34
+    outcomes: list[str] = []
+    before = cpu_seconds(pid)
+    time.sleep(2.0)
+    idle = round((cpu_seconds(pid) - before) / 2, 2)
+
+    def client(c: int) -> None:
+        body = {
+            "inputs": {
+                "source_sentence": "시장",
+                "sentences": [f"{c}-{i} {sentence}"[:1200] for i in range(256)],
+            }
+        }
+        try:
+            outcomes.append(str(httpx.post(f"{url}/v1/similarity", json=body, timeout=timeout).status_code))
+        except httpx.TimeoutException:
+            outcomes.append("left")
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    busy = []
+    for _ in range(4):
+        before = cpu_seconds(pid)
+        time.sleep(1.0)
+        busy.append(round(cpu_seconds(pid) - before, 2))
+    return {
+        "outcomes": sorted(outcomes),
+        "cpu_seconds_per_second_idle_before": idle,
+        "cpu_seconds_in_each_second_after": busy,
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queue", type=int, default=32, help="munjang serve --max-queued-requests")
@@ -200,6 +255,8 @@ def main(argv: list[str] | None = None) -> None:
                 }
             )
             print(f"burst {r + 1}: {rounds[-1]}; server RSS {memory[-1]} MiB, model processes {workers[-1]}")
+        abandoned = abandoned_similarity(url, server.pid)
+        print(f"6 abandoned similarity requests: {abandoned}")
         reads = search_during_add(url, args.docs) if args.docs else None
         if reads is not None:
             print(f"search during a {args.docs:,}-document add: {reads}")
@@ -214,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
         "server_rss_mib_before_and_after_each_round": memory,
         "model_process_rss_mib_before_and_after_each_round": workers,
         "model_process_growth_mib_last_10_rounds": growth_mib(workers, 10),
+        "abandoned_similarity": abandoned,
         "search_during_add": reads,
     }
     print(f"every request 200 or 503: {every_answered}; none past the deadline: {within}; RSS {memory}")
