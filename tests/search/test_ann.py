@@ -57,7 +57,9 @@ def test_scores_per_metric_match_numpy(metric: str) -> None:
     rng = np.random.default_rng(1)
     corpus = rng.standard_normal((300, 16)).astype(np.float32)
     queries = rng.standard_normal((5, 16)).astype(np.float32)
-    index = HNSWIndex(16, metric=metric, expansion_search=300)
+    index = HNSWIndex(
+        16, metric=metric, expansion_search=300, threads=1
+    )  # one thread: the same graph every run
     index.add(np.arange(300), corpus)
     if metric == "cosine":
         unit = corpus / np.linalg.norm(corpus, axis=1, keepdims=True)

@@ -1,5 +1,7 @@
-"""A reader beside a writer: with `background_refresh`, BM25 is rebuilt on a thread after each change
-while searches go on with the previous index, so a read never waits for a rebuild."""
+"""A reader beside a writer: BM25 catches up with each change at the reader's next search (lucene,
+the default: incrementally, so nothing is rebuilt); for the methods that are rebuilt (bm25l, bm25+),
+with `background_refresh` the rebuild runs on a thread while searches go on with the previous
+index, so a read never waits for a rebuild."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from munjang.search.collection import Collection
 def test_a_search_never_waits_for_the_bm25_rebuild(kind, encoder, tmp_path: Path, request, monkeypatch):
     backend = request.getfixturevalue("postgres_url") if kind == "postgres" else None
     where = f"readers_{kind}" if backend else tmp_path / "readers"
-    writer = Collection.create(where, backend=backend, encoder=encoder, tokenizer="word")
+    writer = Collection.create(
+        where, backend=backend, encoder=encoder, tokenizer="word", bm25={"method": "bm25+"}
+    )
     writer.add(["a"], ["apples and pears"])
     reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True, background_refresh=True)
     assert [h.id for h in reader.search("apples", mode="lexical")] == ["a"]  # first build: in line
@@ -39,5 +43,31 @@ def test_a_search_never_waits_for_the_bm25_rebuild(kind, encoder, tmp_path: Path
     release.set()
     reader.lexical._rebuilding.join(30)  # type: ignore[union-attr]
     assert [h.id for h in reader.search("apples", mode="lexical")] == ["b"]
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "postgres"])
+def test_a_reader_sees_each_commit_at_its_next_search_without_a_rebuild(
+    kind, encoder, tmp_path: Path, request, monkeypatch
+):
+    backend = request.getfixturevalue("postgres_url") if kind == "postgres" else None
+    where = f"readers_inc_{kind}" if backend else tmp_path / "readers"
+    writer = Collection.create(where, backend=backend, encoder=encoder, tokenizer="word")
+    writer.add(["a"], ["apples and pears"])
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True, background_refresh=True)
+    assert [h.id for h in reader.search("apples", mode="lexical")] == ["a"]
+
+    def no_rebuild(self, tokens):
+        raise AssertionError("BM25 was rebuilt")
+
+    monkeypatch.setattr(lexical.BM25Index, "index_tokens", no_rebuild)
+    before = reader.store.tokens
+    read: list[int] = []
+    monkeypatch.setattr(reader.store, "tokens", lambda after=0: read.append(after) or before(after))
+    writer.add(["b"], ["bananas and apples"])
+    writer.delete(["a"])
+    assert [h.id for h in reader.search("apples", mode="lexical")] == ["b"]
+    assert read and all(after > 0 for after in read)  # only what came after its watermark
     reader.close()
     writer.close()

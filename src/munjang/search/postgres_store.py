@@ -399,9 +399,9 @@ class PostgresStore:
         ).fetchall()
         return {int(r[0]): list(r[1]) for r in rows}
 
-    def tokens(self) -> tuple[np.ndarray, list[str], list[list[str]]]:
+    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
         rows = self.conn.execute(
-            f"SELECT label, id, tokens FROM {self.t('documents')} ORDER BY label"
+            f"SELECT label, id, tokens FROM {self.t('documents')} WHERE label > %s ORDER BY label", (after,)
         ).fetchall()
         labels = np.asarray([r[0] for r in rows], dtype=np.int64)
         return labels, [str(r[1]) for r in rows], [list(r[2]) for r in rows]

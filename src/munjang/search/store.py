@@ -473,12 +473,15 @@ class DocumentStore:
                 out[int(label)] = json.loads(toks)
         return out
 
-    def tokens(self) -> tuple[np.ndarray, list[str], list[list[str]]]:
-        """(labels, document ids, tokens) of every passage, in label order, for rebuilding BM25."""
+    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        """(labels, document ids, tokens) of every passage with a label above `after`, in label order
+        (all of them by default: for rebuilding BM25; from a watermark: for catching up)."""
         labels: list[int] = []
         ids: list[str] = []
         tokens: list[list[str]] = []
-        rows = self.conn.execute("SELECT label, id, tokens FROM documents ORDER BY label")
+        rows = self.conn.execute(
+            "SELECT label, id, tokens FROM documents WHERE label > ? ORDER BY label", (after,)
+        )
         for label, doc_id, toks in rows:
             labels.append(label)
             ids.append(doc_id)

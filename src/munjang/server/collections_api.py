@@ -126,7 +126,7 @@ class ServedCollection:
 
     def _catch_up(self) -> None:
         lexical = self.collection.lexical
-        if lexical.bm25 is not None:
+        if lexical.ready:
             lexical.sync(self.collection.store)
 
     async def read(
