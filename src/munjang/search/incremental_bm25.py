@@ -200,9 +200,16 @@ class IncrementalBM25:
         if not texts_parts:
             return []
         all_texts = np.concatenate(texts_parts)
-        rows, inverse = np.unique(all_texts, return_inverse=True)
-        scores = np.zeros(len(rows), dtype=np.float32)
-        np.add.at(scores, inverse, np.concatenate(score_parts))
+        if len(all_texts) * 8 < count:  # few postings: gather them, not the whole corpus
+            rows, inverse = np.unique(all_texts, return_inverse=True)
+            scores = np.bincount(inverse, np.concatenate(score_parts), minlength=len(rows))
+        else:
+            dense = np.bincount(all_texts, np.concatenate(score_parts), minlength=count)
+            hit = np.zeros(count, dtype=bool)
+            hit[all_texts] = True
+            rows = np.flatnonzero(hit)
+            scores = dense[rows]
+        scores = scores.astype(np.float32)
         if rows.size > k:
             kth = np.partition(scores, rows.size - k)[rows.size - k]
             keep = scores >= kth
