@@ -271,12 +271,13 @@ def main(argv: list[str] | None = None) -> None:
         "server_rss_mib_before_and_after_each_round": memory,
         "model_process_rss_mib_before_and_after_each_round": workers,
         "model_process_growth_mib_last_10_rounds": growth_mib(workers, 10),
+        "server_growth_mib_last_10_rounds": growth_mib([[m] for m in memory], 10),
         "abandoned_similarity": abandoned,
         "search_during_add": reads,
     }
     print(f"every request 200 or 503: {every_answered}; none past the deadline: {within}; RSS {memory}")
-    grew = payload["model_process_growth_mib_last_10_rounds"]
-    print(f"model processes grew {grew} MiB over the last 10 bursts")
+    grew = payload["model_process_growth_mib_last_10_rounds"], payload["server_growth_mib_last_10_rounds"]
+    print(f"over the last 10 bursts: model processes grew {grew[0]} MiB, the whole server {grew[1]} MiB")
     print(f"wrote {write_result(args.name, payload, environment)}")
 
 

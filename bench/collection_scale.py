@@ -1,0 +1,152 @@
+"""Collections at scale: what a commit and a new reader cost as a collection grows.
+
+Korean passages (three KorSTS sentences each, one passage per document) are added in batches to one
+collection, embedded by a cheap encoder (a random 64-d static model on multilingual-e5-small's
+tokenizer: encoding costs little, so the storage and index costs show). After each batch:
+
+- the add's throughput (passages/s) and the writer's RSS;
+- the writer's first lexical and first hybrid search after the commit (what a server pays after
+  each write);
+- a new reader process: open the collection and answer one hybrid search (what every CLI call,
+  worker or server replica pays), and its peak RSS.
+
+    python bench/collection_scale.py --batch 100000 --batches 10       # the 1M run of the scale issue
+    python bench/collection_scale.py --batch 50000 --batches 4 --name collection_scale-200k
+    python bench/collection_scale.py --backend postgres ...            # pgserver's PostgreSQL
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import load_corpus, print_environment, rss_bytes, write_result
+
+QUERIES = [
+    "주식 시장이 급락했다",
+    "고양이가 소파에서 잔다",
+    "내일 날씨는 맑겠습니다",
+    "정부가 새 정책을 발표했다",
+]
+
+
+def cheap_encoder(folder: Path) -> Path:
+    """A random 64-d static model on e5-small's tokenizer (seeded), saved by sentence-transformers."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+
+    from munjang.models import pull
+
+    torch.manual_seed(0)
+    tokenizer = Tokenizer.from_file(str(pull("multilingual-e5-small").folder / "tokenizer.json"))
+    SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=64)]).save(str(folder))
+    return folder
+
+
+def passages(n: int, start: int, pool: list[str]) -> list[str]:
+    rng = random.Random(start)
+    return [" ".join(rng.sample(pool, 3)) for _ in range(n)]
+
+
+def reader(where: str, backend: str | None) -> dict[str, Any]:
+    """Open the collection in this (new) process and answer one hybrid search."""
+    started = time.perf_counter()
+    from munjang.search import Collection
+
+    imported = time.perf_counter()
+    collection = Collection.open(where, backend=backend, readonly=True)
+    opened = time.perf_counter()
+    hits = collection.search(QUERIES[0], 10, mode="hybrid")
+    done = time.perf_counter()
+    return {
+        "import_s": round(imported - started, 3),
+        "open_s": round(opened - imported, 3),
+        "first_hybrid_s": round(done - opened, 3),
+        "open_and_first_hybrid_s": round(done - imported, 3),
+        "hits": len(hits),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def timed(fn: Any, *args: Any, **kwargs: Any) -> float:
+    started = time.perf_counter()
+    fn(*args, **kwargs)
+    return round(time.perf_counter() - started, 4)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=100_000)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--backend", choices=["folder", "postgres"], default="folder")
+    parser.add_argument("--name", default="collection_scale")
+    parser.add_argument("--reader", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.reader:
+        print(json.dumps(reader(args.reader, args.url)))
+        return
+    environment = print_environment()
+    from munjang.search import Collection
+
+    pool = load_corpus(5000, seed=0, lang="ko")
+    work = Path(tempfile.mkdtemp(prefix="munjang-scale-"))
+    model = cheap_encoder(work / "static64")
+    server = None
+    if args.backend == "postgres":
+        import pgserver
+
+        server = pgserver.get_server(work / "pg", cleanup_mode="stop")
+        url: str | None = server.get_uri()
+        where = "scale"
+    else:
+        url, where = None, str(work / "collection")
+    collection = Collection.create(where, str(model), backend=url)
+    rows = []
+    for b in range(args.batches):
+        texts = passages(args.batch, b * args.batch, pool)
+        ids = [f"d{b * args.batch + i}" for i in range(args.batch)]
+        add_s = timed(collection.add, ids, texts, show_progress_bar=False)
+        lexical_s = timed(collection.search, QUERIES[1 + b % 3], 10, mode="lexical")
+        hybrid_s = timed(collection.search, QUERIES[b % 4], 10, mode="hybrid")
+        command = [sys.executable, __file__, "--reader", where, *(["--url", url] if url else [])]
+        fresh = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        row = {
+            "passages": (b + 1) * args.batch,
+            "add_passages_per_s": round(args.batch / add_s, 1),
+            "first_lexical_after_commit_s": lexical_s,
+            "first_hybrid_after_commit_s": hybrid_s,
+            "writer_rss_mib": round(rss_bytes() / 2**20, 1),
+            "new_reader": fresh,
+        }
+        rows.append(row)
+        print(row, flush=True)
+    collection.close()
+    if server is not None:
+        server.cleanup()
+    payload = {
+        "backend": args.backend,
+        "batch": args.batch,
+        "encoder": "random 64-d static model on multilingual-e5-small's tokenizer",
+        "rows": rows,
+        "last_batch_throughput_vs_first": round(
+            rows[-1]["add_passages_per_s"] / rows[0]["add_passages_per_s"], 2
+        ),
+    }
+    print(f"wrote {write_result(args.name, payload, environment)}")
+
+
+if __name__ == "__main__":
+    main()
