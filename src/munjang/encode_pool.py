@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,12 +42,36 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+PARENT_POLL_S = 0.25
+
+
+def watch_parent(parent: int, poll_s: float = PARENT_POLL_S) -> threading.Thread:
+    """A daemon thread that ends this process at once when `parent` is no longer its parent.
+
+    A worker whose server was killed (`kill -9`: no shutdown, no pipe message) is re-parented to
+    init or a subreaper; polling `getppid` notices within `poll_s`. Linux's parent-death signal
+    (prctl PR_SET_PDEATHSIG) would be quicker but fires when the *thread* that started the worker
+    ends, and workers are (re)started from request threads, so it would kill healthy workers."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="munjang-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def _init_worker(
     model: str | None,
     device: str,
     threads: int,
     load_kwargs: dict[str, Any],
+    parent: int | None = None,
 ) -> None:
+    if parent is not None:
+        watch_parent(parent)
     import torch
 
     from .encoder import load_encoder
@@ -113,7 +139,7 @@ class EncoderProcess:
         import torch
 
         self._env = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(primitive_cache), "MALLOC_ARENA_MAX": "2"}
-        self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs)
+        self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs, os.getpid())
         self._start()
 
     def _start(self) -> None:
@@ -175,7 +201,7 @@ class EncodePool:
                 max_workers=1,
                 mp_context=context,
                 initializer=_init_worker,
-                initargs=(None if model is None else str(model), device, threads, load_kwargs),
+                initargs=(None if model is None else str(model), device, threads, load_kwargs, os.getpid()),
             )
             for device in worker_devices
         ]

@@ -1,0 +1,29 @@
+"""A killed server leaves no process behind: its model workers watch their parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.processes import alive, children, serve_process
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def test_sigkill_of_the_server_leaves_no_process_after_two_seconds(tmp_path):
+    env = {"MUNJANG_CACHE": str(tmp_path / "cache"), "MUNJANG_ENCODE_BACKEND": "torch:fp32"}
+    args = ["-m", "all-MiniLM-L6-v2", "--model-processes", "2"]
+    with serve_process(args, env) as (server, _):
+        below = children(server.pid)
+        assert len(below) >= 2  # the two model processes (and multiprocessing's resource tracker)
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+        deadline = time.monotonic() + 2.0
+        while any(alive(pid) for pid in below) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in below if alive(pid)]
+    assert not left, f"processes left 2 s after the server was killed: {left}"
