@@ -107,6 +107,16 @@ def _release_memory() -> None:
         trim(0)
 
 
+def _switch(backend: str, precision: str) -> None:
+    """Run the worker's encoder on (backend, precision) from now on, built and warmed here, the
+    backends it ran on before dropped (each holds a copy of the weights)."""
+    encoder = _WORKER["encoder"]
+    encoder.set_backend(backend, precision, **encoder.backend_options)
+    encoder.warmup()
+    encoder.release_backends(encoder.configuration())
+    _release_memory()
+
+
 def _warmup() -> int:
     _WORKER["encoder"].warmup()
     return os.getpid()
@@ -139,7 +149,13 @@ class EncoderProcess:
         import torch
 
         self._env = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(primitive_cache), "MALLOC_ARENA_MAX": "2"}
-        self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs, os.getpid())
+        self._args: tuple[str, str, int, dict[str, Any], int] = (
+            str(model),
+            device,
+            threads or torch.get_num_threads(),
+            load_kwargs,
+            os.getpid(),
+        )
         self._start()
 
     def _start(self) -> None:
@@ -161,6 +177,20 @@ class EncoderProcess:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._start()
             raise RuntimeError("the model process stopped; it has been restarted") from None
+
+    def switch(self, backend: str, precision: str) -> None:
+        """Run on (backend, precision) from the next batch on (and after a restart). The switch waits
+        for the batch in flight and holds the batches after it until the new backend is warm, so
+        every call is answered, on the old backend or the new."""
+        self._executor.submit(_switch, backend, precision).result()
+        model, device, threads, load_kwargs, parent = self._args
+        self._args = (
+            model,
+            device,
+            threads,
+            {**load_kwargs, "backend": backend, "precision": precision},
+            parent,
+        )
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

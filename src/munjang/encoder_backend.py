@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .inference.autotune import Choice, choose
+from .inference.autotune import Choice, cached_choice, choose
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import BACKENDS, TokenBackend
 from .inference.weights_state import optimizer_generation, weights_state
@@ -133,6 +133,24 @@ class BackendSelection:
                         self._built_under.pop(key, None)
                 self._auto_choice[device] = choice
             return self._auto_choice[device]
+
+    def known_auto_choice(self) -> Choice | None:
+        """The automatic choice when it is known without measuring (made in this process, or read
+        from the cache); None when "auto" would measure now."""
+        device = str(self.device)
+        with self._auto_lock:
+            if device not in self._auto_choice:
+                found = cached_choice(self._fingerprint(), self.device)
+                if found is None:
+                    return None
+                self._auto_choice[device] = found
+            return self._auto_choice[device]
+
+    def release_backends(self, keep: tuple[str, str]) -> None:
+        """Drop every built backend but `keep` (backend, precision): each holds a copy of the weights."""
+        for key in [k for k in self._backends if (k[0], k[1]) != keep]:
+            del self._backends[key]
+            self._built_under.pop(key, None)
 
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""

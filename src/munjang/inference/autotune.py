@@ -236,6 +236,15 @@ def choose(
         return choice
 
 
+def cached_choice(
+    fingerprint: str | None, device: torch.device, configs: Sequence[tuple[str, str]] | None = None
+) -> Choice | None:
+    """The choice cached for this model and machine, or None (never measured here): reads, never measures."""
+    if fingerprint is None:
+        return None
+    return _read(cache_path(fingerprint, machine_key(device)), list(configs or candidates(device)))
+
+
 def _measured(
     measure: Measure, configs: list[tuple[str, str]], texts: Sequence[str] | None, machine: dict[str, Any]
 ) -> Choice:
