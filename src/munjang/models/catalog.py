@@ -81,7 +81,7 @@ def known_names(registered: list[str]) -> str:
 
 
 def did_you_mean(name: str, registered: list[str]) -> str:
-    """" (did you mean 'X'?)" naming the known model name closest to a misspelled `name`, or ""."""
+    """The hint " (did you mean 'X'?)" naming the known name closest to a misspelled `name`, or ""."""
     import difflib
 
     names = sorted({s.name for s in CATALOG} | set(registered))

@@ -46,10 +46,11 @@ def needs_measurement(encoder: SentenceEncoder) -> bool:
 
 class BackgroundChoice:
     """Measures the automatic choice of each of `encoders` (served meanwhile on torch fp32) in a
-    low-priority process, one model at a time, then switches the encoder and its model processes to
-    it. `status(name)` says where each stands, for /v1/models."""
+    low-priority process (`nice`), one model at a time, then switches the encoder and its model
+    processes to it. `status(name)` says where each stands, for /v1/models."""
 
-    def __init__(self, encoders: dict[str, SentenceEncoder]) -> None:
+    def __init__(self, encoders: dict[str, SentenceEncoder], nice: int = NICE) -> None:
+        self._nice = nice
         self._pending = {name: (encoder, dict(encoder.backend_options)) for name, encoder in encoders.items()}
         self._processes: dict[str, list[EncoderProcess]] = {}
         self._states = {
@@ -117,7 +118,8 @@ class BackgroundChoice:
     def _measure(self, encoder: SentenceEncoder) -> None:
         """Run the measurement in a process of its own at low priority; it caches the choice."""
         program = f"import sys; from {__name__} import measure_main; measure_main(sys.argv[1:])"
-        command = [sys.executable, "-c", program, str(encoder.model_folder), str(encoder.device)]
+        folder, device = str(encoder.model_folder), str(encoder.device)
+        command = [sys.executable, "-c", program, folder, device, str(os.getpid()), str(self._nice)]
         logger.warning(
             "measuring the backends of %s in the background (a minute or two at low priority; "
             "serving on torch fp32 meanwhile)",
@@ -162,9 +164,10 @@ def switch(encoder: SentenceEncoder, options: dict[str, Any], processes: Sequenc
 
 
 def measure_main(argv: list[str]) -> None:
-    """The measuring process (argv: FOLDER DEVICE): measure and cache the choice, then exit."""
-    watch_parent(os.getppid())
-    os.nice(NICE)
+    """The measuring process (argv: FOLDER DEVICE SERVER_PID NICE): measure and cache the choice,
+    then exit; it ends at once if the server is gone (killed while this process was starting)."""
+    watch_parent(int(argv[2]))
+    os.nice(int(argv[3]))
     from ..encoder import load_encoder
 
     encoder = load_encoder(argv[0], device=argv[1], backend=AUTO, precision=AUTO)
