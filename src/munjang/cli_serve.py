@@ -223,16 +223,7 @@ def serve(
         batch_max_tokens=batch_tokens,
         background_choice=background,
     )
-    config = uvicorn.Config(
-        create_app(settings),
-        host=host,
-        port=port,
-        log_level="info",
-        access_log=access_log,
-        limit_concurrency=max_connections,
-        timeout_keep_alive=5,
-        http=HeaderDeadlineProtocol,
-    )
+    app = create_app(settings)
     # Bound and listening before the address is printed: a client that follows it at once is
     # queued until the server accepts, never refused.
     listening = listening_socket(host, port)
@@ -242,7 +233,15 @@ def serve(
         f"(OpenAPI schema: http://{shown}:{port}/openapi.json)"
     )
     typer.echo(f"web page: http://{shown}:{port}/")
-    uvicorn.Server(config).run(sockets=[listening])
+    uvicorn.run(
+        app,
+        fd=listening.fileno(),
+        log_level="info",
+        access_log=access_log,
+        limit_concurrency=max_connections,
+        timeout_keep_alive=5,
+        http=HeaderDeadlineProtocol,
+    )
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..encode_pool import EncoderProcess, watch_parent
+from ..encode_pool import PARENT_POLL_S, EncoderProcess
 from ..encoder import SentenceEncoder
 from ..encoder_backend import AUTO
 from ..modules import Transformer
@@ -31,6 +31,17 @@ from ..modules import Transformer
 logger = logging.getLogger("munjang.server")
 
 PROVISIONAL = ("torch", "fp32")
+# The measuring process watches the server (argv[3]) before its first import: importing munjang
+# (torch, transformers) takes seconds, and a server killed meanwhile must not leave it behind.
+MEASURING_PROGRAM = """import os, sys, threading, time
+def watch(parent=int(sys.argv[3])):
+    while os.getppid() == parent:
+        time.sleep({poll})
+    os._exit(1)
+threading.Thread(target=watch, daemon=True).start()
+from {module} import measure_main
+measure_main(sys.argv[1:])
+"""
 NICE = 10
 
 
@@ -117,7 +128,7 @@ class BackgroundChoice:
 
     def _measure(self, encoder: SentenceEncoder) -> None:
         """Run the measurement in a process of its own at low priority; it caches the choice."""
-        program = f"import sys; from {__name__} import measure_main; measure_main(sys.argv[1:])"
+        program = MEASURING_PROGRAM.format(module=__name__, poll=PARENT_POLL_S)
         folder, device = str(encoder.model_folder), str(encoder.device)
         command = [sys.executable, "-c", program, folder, device, str(os.getpid()), str(self._nice)]
         logger.warning(
@@ -164,9 +175,8 @@ def switch(encoder: SentenceEncoder, options: dict[str, Any], processes: Sequenc
 
 
 def measure_main(argv: list[str]) -> None:
-    """The measuring process (argv: FOLDER DEVICE SERVER_PID NICE): measure and cache the choice,
-    then exit; it ends at once if the server is gone (killed while this process was starting)."""
-    watch_parent(int(argv[2]))
+    """The measuring process (argv: FOLDER DEVICE SERVER_PID NICE; MEASURING_PROGRAM watches the
+    server): measure and cache the choice, then exit."""
     os.nice(int(argv[3]))
     from ..encoder import load_encoder
 
