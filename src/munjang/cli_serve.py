@@ -175,6 +175,7 @@ def serve(
     background = BackgroundChoice(BackgroundChoice.provisional(encoders))
     for encoder in encoders.values():
         encoder.warmup()
+        encoder.release_torch_weights()  # on an exported backend (cached choice): one copy of the weights
     rerankers = {
         name: load_cross_encoder(str(path), device=device)
         for name, path in (_named_models(reranker) if reranker else [])

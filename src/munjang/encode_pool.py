@@ -86,11 +86,11 @@ def _encode_slice(texts: list[str], kwargs: dict[str, Any]) -> np.ndarray:
 
 def _encode_tokenized(encoded: dict[str, list[list[int]]], kwargs: dict[str, Any]) -> np.ndarray:
     out = np.asarray(_WORKER["encoder"].encode_tokenized(encoded, **kwargs), dtype=np.float32)
-    _release_memory()
+    release_memory()
     return out
 
 
-def _release_memory() -> None:
+def release_memory() -> None:
     """Hand freed heap pages back to the system (glibc's malloc_trim). Batches of ever new shapes
     leave the heap fragmented, so without it a model process grows with every burst of traffic
     and never shrinks; with it, its size follows the work in flight. No-op off glibc."""
@@ -114,11 +114,14 @@ def _switch(backend: str, precision: str) -> None:
     encoder.set_backend(backend, precision, **encoder.backend_options)
     encoder.warmup()
     encoder.release_backends(encoder.configuration())
-    _release_memory()
+    encoder.release_torch_weights()
+    release_memory()
 
 
 def _warmup() -> int:
     _WORKER["encoder"].warmup()
+    if _WORKER["encoder"].release_torch_weights():  # an exported backend holds its own copy
+        release_memory()
     return os.getpid()
 
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..encode_pool import PARENT_POLL_S, EncoderProcess
+from ..encode_pool import PARENT_POLL_S, EncoderProcess, release_memory
 from ..encoder import SentenceEncoder
 from ..encoder_backend import AUTO
 from ..modules import Transformer
@@ -172,6 +172,8 @@ def switch(encoder: SentenceEncoder, options: dict[str, Any], processes: Sequenc
     encoder.warmup(*chosen)  # built under the same options as "auto" will use: reused, not rebuilt
     encoder.set_backend(AUTO, AUTO, **options)
     encoder.release_backends(encoder.configuration())
+    encoder.release_torch_weights()  # the chosen backend, if exported, holds its own copy
+    release_memory()
 
 
 def measure_main(argv: list[str]) -> None:
