@@ -43,6 +43,7 @@ from {module} import measure_main
 measure_main(sys.argv[1:])
 """
 NICE = 10
+NICE_ENV = "MUNJANG_MEASURE_NICE"  # the measuring process's niceness, when not NICE
 
 
 def needs_measurement(encoder: SentenceEncoder) -> bool:
@@ -57,11 +58,12 @@ def needs_measurement(encoder: SentenceEncoder) -> bool:
 
 class BackgroundChoice:
     """Measures the automatic choice of each of `encoders` (served meanwhile on torch fp32) in a
-    low-priority process (`nice`), one model at a time, then switches the encoder and its model
-    processes to it. `status(name)` says where each stands, for /v1/models."""
+    low-priority process (`nice`; default `$MUNJANG_MEASURE_NICE`, else 10), one model at a time,
+    then switches the encoder and its model processes to it. `status(name)` says where each stands,
+    for /v1/models."""
 
-    def __init__(self, encoders: dict[str, SentenceEncoder], nice: int = NICE) -> None:
-        self._nice = nice
+    def __init__(self, encoders: dict[str, SentenceEncoder], nice: int | None = None) -> None:
+        self._nice = int(os.environ.get(NICE_ENV, NICE)) if nice is None else nice
         self._pending = {name: (encoder, dict(encoder.backend_options)) for name, encoder in encoders.items()}
         self._processes: dict[str, list[EncoderProcess]] = {}
         self._states = {
