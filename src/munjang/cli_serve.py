@@ -162,6 +162,7 @@ def serve(
     from .encoder import load_encoder
     from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
+    from .encode_pool import release_memory
     from .server.backend_choice import BackgroundChoice
     from .server.protocol import HeaderDeadlineProtocol
 
@@ -175,7 +176,8 @@ def serve(
     background = BackgroundChoice(BackgroundChoice.provisional(encoders))
     for encoder in encoders.values():
         encoder.warmup()
-        encoder.release_torch_weights()  # on an exported backend (cached choice): one copy of the weights
+        if encoder.release_torch_weights():  # on an exported backend (cached choice): one copy of the weights
+            release_memory()
     rerankers = {
         name: load_cross_encoder(str(path), device=device)
         for name, path in (_named_models(reranker) if reranker else [])
