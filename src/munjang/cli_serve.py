@@ -159,10 +159,10 @@ def serve(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from .cross_encoder import load_cross_encoder
+    from .encode_pool import release_memory
     from .encoder import load_encoder
     from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
-    from .encode_pool import release_memory
     from .server.backend_choice import BackgroundChoice
     from .server.protocol import HeaderDeadlineProtocol
 
