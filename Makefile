@@ -26,8 +26,11 @@ install-dev: $(VENV)/.installed-dev
 
 # The server on the default models (multilingual-e5-small, pulled on first use, and the embedded
 # all-MiniLM-L6-v2) with the demo collection (Korean and English); it prints the page's URL.
+# `make run PORT=8080 HOST=0.0.0.0` serves elsewhere.
+PORT ?= 8000
+HOST ?= 127.0.0.1
 run: install
-	$(BIN)/munjang serve --demo
+	$(BIN)/munjang serve --demo --port $(PORT) --host $(HOST)
 
 # Debian's Chromium, its driver and Korean fonts, for the web page's browser test (CI runs this).
 BROWSER_PACKAGES := chromium chromium-driver fonts-noto-cjk

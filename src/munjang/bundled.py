@@ -12,7 +12,7 @@ from typing import Any
 
 
 def demo_documents() -> list[dict[str, Any]]:
-    """The bundled demo collection: 60 sentences, Korean and English, six topics (id, text, metadata)."""
+    """The bundled demo collection: 70 sentences, Korean and English, seven topics (id, text, metadata)."""
     text = files("munjang").joinpath("resources/demo_collection.jsonl").read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 

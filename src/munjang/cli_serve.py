@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,14 +16,14 @@ SWITCH_INTERVAL_S = 0.001  # the interpreter-lock switch interval while serving 
 
 
 def _default_model_processes(encoders: dict[str, Any]) -> int:
-    """Two processes per model on a CPU with two or more cores (one batch's hand-over overlaps the
-    other's compute, and single-threaded workers never wait on each other; the server-load rows of
-    docs/benchmarks.md compare this with one 2-thread process), one on a GPU."""
+    """On a CPU, none: the model runs in the server's process on all its threads. A model process
+    holds a whole copy of the weights and compiled graphs (1.66 GB of PSS for multilingual-e5-small
+    on OpenVINO, bench/footprint.py) for about a tenth more throughput under saturating load (the
+    server-load rows of docs/benchmarks.md: 0.87x against 0.79x of in-process encoding), so a
+    laptop's server keeps one copy; `--model-processes 2` buys the throughput. One on a GPU."""
     if any(e.device.type != "cpu" for e in encoders.values()):
         return 1
-    from .inference.hardware import usable_cores
-
-    return 2 if usable_cores() >= 2 else 1
+    return 0
 
 
 def _named_models(
@@ -137,8 +138,9 @@ def serve(
         int | None,
         typer.Option(
             min=0,
-            help="Processes per model, sharing the cores (default: 2 on a CPU with 2+ cores, 1 on a GPU); "
-            "0 runs the model in the server's own process.",
+            help="Processes per model, sharing the cores, each with its own copy of the weights (about 10%% "
+            "more throughput under saturating load); default: 0 on a CPU (the model in the server's "
+            "own process, one copy), 1 on a GPU.",
         ),
     ] = None,
 ) -> None:
@@ -157,17 +159,25 @@ def serve(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from .cross_encoder import load_cross_encoder
+    from .encode_pool import release_memory
     from .encoder import load_encoder
     from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
+    from .server.backend_choice import BackgroundChoice
     from .server.protocol import HeaderDeadlineProtocol
 
     served = _named_models(model, DEFAULT_SERVE_MODELS)
     encoders = {}
     for name, path in served:
-        encoder = load_encoder(path, device=device, backend=backend, precision=precision, threads=threads)
+        encoders[name] = load_encoder(
+            path, device=device, backend=backend, precision=precision, threads=threads
+        )
+    # Models whose backend choice is still to be measured serve on torch fp32 until it is made.
+    background = BackgroundChoice(BackgroundChoice.provisional(encoders))
+    for encoder in encoders.values():
         encoder.warmup()
-        encoders[name] = encoder
+        if encoder.release_torch_weights():  # on an exported backend (cached choice): one copy of the weights
+            release_memory()
     rerankers = {
         name: load_cross_encoder(str(path), device=device)
         for name, path in (_named_models(reranker) if reranker else [])
@@ -214,19 +224,37 @@ def serve(
         port=port,
         model_processes=_default_model_processes(encoders) if model_processes is None else model_processes,
         batch_max_tokens=batch_tokens,
+        background_choice=background,
     )
+    app = create_app(settings)
+    # Bound and listening before the address is printed: a client that follows it at once is
+    # queued until the server accepts, never refused.
+    listening = listening_socket(host, port)
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(
-        f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 (API docs: http://{shown}:{port}/docs)"
-    )
+    docs = "API docs: /docs" if app.state.docs else "OpenAPI schema: /openapi.json, with the key"
+    typer.echo(f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 ({docs})")
     typer.echo(f"web page: http://{shown}:{port}/")
     uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
+        app,
+        fd=listening.fileno(),
         log_level="info",
         access_log=access_log,
         limit_concurrency=max_connections,
         timeout_keep_alive=5,
         http=HeaderDeadlineProtocol,
     )
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) and listening, as uvicorn would open it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise typer.BadParameter(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock

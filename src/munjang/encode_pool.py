@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,12 +42,36 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+PARENT_POLL_S = 0.25
+
+
+def watch_parent(parent: int, poll_s: float = PARENT_POLL_S) -> threading.Thread:
+    """A daemon thread that ends this process at once when `parent` is no longer its parent.
+
+    A worker whose server was killed (`kill -9`: no shutdown, no pipe message) is re-parented to
+    init or a subreaper; polling `getppid` notices within `poll_s`. Linux's parent-death signal
+    (prctl PR_SET_PDEATHSIG) would be quicker but fires when the *thread* that started the worker
+    ends, and workers are (re)started from request threads, so it would kill healthy workers."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="munjang-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def _init_worker(
     model: str | None,
     device: str,
     threads: int,
     load_kwargs: dict[str, Any],
+    parent: int | None = None,
 ) -> None:
+    if parent is not None:
+        watch_parent(parent)
     import torch
 
     from .encoder import load_encoder
@@ -60,11 +86,11 @@ def _encode_slice(texts: list[str], kwargs: dict[str, Any]) -> np.ndarray:
 
 def _encode_tokenized(encoded: dict[str, list[list[int]]], kwargs: dict[str, Any]) -> np.ndarray:
     out = np.asarray(_WORKER["encoder"].encode_tokenized(encoded, **kwargs), dtype=np.float32)
-    _release_memory()
+    release_memory()
     return out
 
 
-def _release_memory() -> None:
+def release_memory() -> None:
     """Hand freed heap pages back to the system (glibc's malloc_trim). Batches of ever new shapes
     leave the heap fragmented, so without it a model process grows with every burst of traffic
     and never shrinks; with it, its size follows the work in flight. No-op off glibc."""
@@ -81,8 +107,21 @@ def _release_memory() -> None:
         trim(0)
 
 
+def _switch(backend: str, precision: str) -> None:
+    """Run the worker's encoder on (backend, precision) from now on, built and warmed here, the
+    backends it ran on before dropped (each holds a copy of the weights)."""
+    encoder = _WORKER["encoder"]
+    encoder.set_backend(backend, precision, **encoder.backend_options)
+    encoder.warmup()
+    encoder.release_backends(encoder.configuration())
+    encoder.release_torch_weights()
+    release_memory()
+
+
 def _warmup() -> int:
     _WORKER["encoder"].warmup()
+    if _WORKER["encoder"].release_torch_weights():  # an exported backend holds its own copy
+        release_memory()
     return os.getpid()
 
 
@@ -113,7 +152,13 @@ class EncoderProcess:
         import torch
 
         self._env = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(primitive_cache), "MALLOC_ARENA_MAX": "2"}
-        self._args = (str(model), device, threads or torch.get_num_threads(), load_kwargs)
+        self._args: tuple[str, str, int, dict[str, Any], int] = (
+            str(model),
+            device,
+            threads or torch.get_num_threads(),
+            load_kwargs,
+            os.getpid(),
+        )
         self._start()
 
     def _start(self) -> None:
@@ -135,6 +180,20 @@ class EncoderProcess:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._start()
             raise RuntimeError("the model process stopped; it has been restarted") from None
+
+    def switch(self, backend: str, precision: str) -> None:
+        """Run on (backend, precision) from the next batch on (and after a restart). The switch waits
+        for the batch in flight and holds the batches after it until the new backend is warm, so
+        every call is answered, on the old backend or the new."""
+        self._executor.submit(_switch, backend, precision).result()
+        model, device, threads, load_kwargs, parent = self._args
+        self._args = (
+            model,
+            device,
+            threads,
+            {**load_kwargs, "backend": backend, "precision": precision},
+            parent,
+        )
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -175,7 +234,7 @@ class EncodePool:
                 max_workers=1,
                 mp_context=context,
                 initializer=_init_worker,
-                initargs=(None if model is None else str(model), device, threads, load_kwargs),
+                initargs=(None if model is None else str(model), device, threads, load_kwargs, os.getpid()),
             )
             for device in worker_devices
         ]

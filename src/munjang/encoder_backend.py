@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .inference.autotune import Choice, choose
+from .inference.autotune import Choice, cached_choice, choose
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import BACKENDS, TokenBackend
 from .inference.weights_state import optimizer_generation, weights_state
@@ -88,6 +88,8 @@ class BackendSelection:
         self._auto_choice: dict[str, Choice] = {}  # device -> the measured choice
         self._auto_lock = threading.Lock()
         self._auto_baseline: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
+        # name -> (shape, dtype) of the torch weights while they are released (release_torch_weights)
+        self._released: dict[str, tuple[torch.Size, torch.dtype]] | None = None
 
     def set_backend(self, backend: str | None = None, precision: str | None = None, **options: Any) -> None:
         """Choose what `encode` runs on by default: `backend` auto | torch | onnx | openvino and
@@ -134,6 +136,61 @@ class BackendSelection:
                 self._auto_choice[device] = choice
             return self._auto_choice[device]
 
+    def known_auto_choice(self) -> Choice | None:
+        """The automatic choice when it is known without measuring (made in this process, or read
+        from the cache); None when "auto" would measure now."""
+        device = str(self.device)
+        with self._auto_lock:
+            if device not in self._auto_choice:
+                found = cached_choice(self._fingerprint(), self.device)
+                if found is None:
+                    return None
+                self._auto_choice[device] = found
+            return self._auto_choice[device]
+
+    def release_backends(self, keep: tuple[str, str]) -> None:
+        """Drop every built backend but `keep` (backend, precision): each holds a copy of the weights."""
+        for key in [k for k in self._backends if (k[0], k[1]) != keep]:
+            del self._backends[key]
+            self._built_under.pop(key, None)
+
+    def release_torch_weights(self) -> bool:
+        """Free torch's copy of the transformer weights while `encode` runs on an exported backend
+        (OpenVINO, ONNX Runtime), which holds its own: a served model then costs its weights once.
+        The first call that needs them again (the torch backend, an export) reads them back from the
+        model folder. True when released; a model without a folder, or on torch, keeps them."""
+        if self._released is not None:
+            return True
+        if self.model_folder is None or self.configuration()[0] == "torch":
+            return False
+        model = self.transformer.auto_model
+        self._released = {name: (p.shape, p.dtype) for name, p in model.named_parameters()}
+        for parameter in model.parameters():
+            parameter.data = torch.empty(0, dtype=parameter.dtype)
+        return True
+
+    def _restore_torch_weights(self) -> None:
+        """Read the released weights back from the model folder, checked against what was released."""
+        from .formats import read_encoder_folder
+
+        released = self._released
+        assert released is not None and self.model_folder is not None
+        dtype = next(iter(released.values()))[1]
+        options = {"trust_remote_code": False, "dtype": dtype, "max_seq_length": None}
+        modules, _ = read_encoder_folder(
+            self.model_folder, {**options, "model_kwargs": None, "tokenizer_kwargs": None}
+        )
+        transformer = modules[0]
+        if not isinstance(transformer, Transformer):
+            raise RuntimeError(f"{self.model_folder} no longer holds a transformer model")
+        fresh = dict(transformer.auto_model.named_parameters())
+        for name, parameter in self.transformer.auto_model.named_parameters():
+            shape, kind = released[name]
+            if name not in fresh or fresh[name].shape != shape:
+                raise RuntimeError(f"{self.model_folder} changed since its weights were released ({name})")
+            parameter.data = fresh[name].data.to(kind)
+        self._released = None
+
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""
         backend, precision = self.configuration()
@@ -159,6 +216,8 @@ class BackendSelection:
         found = self._backends.get(key)
         if found is not None and name != "torch" and self._trained_since(key):
             found = None
+        if self._released is not None and (found is None or name == "torch"):
+            self._restore_torch_weights()
         if found is None:
             found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
             self._backends[key] = found

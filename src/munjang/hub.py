@@ -68,10 +68,12 @@ def resolve_model_path(
     try:
         return _download(f"sentence-transformers/{text}", revision, cache_folder, local_files_only, token)
     except ModelNotFoundError as e:
-        from .models.catalog import known_names
+        from .models.catalog import did_you_mean, known_names
         from .models.registry import registered_names
 
-        raise ModelNotFoundError(f"{e} (known names: {known_names(registered_names())})") from e
+        registered = registered_names()
+        hint = did_you_mean(text, registered)
+        raise ModelNotFoundError(f"{e}{hint} (known names: {known_names(registered)})") from e
 
 
 def _download(

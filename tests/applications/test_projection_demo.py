@@ -58,18 +58,20 @@ def test_umap_map_keeps_clusters_apart_and_is_reproducible():
 
 def test_demo_collection_is_built_once_and_rebuilt_when_broken(encoder, tmp_path):
     docs = demo_documents()
-    assert len(docs) == 60
+    assert len(docs) == 70
     assert {d["metadata"]["lang"] for d in docs} == {"ko", "en"}
-    assert len({d["metadata"]["topic"] for d in docs}) == 6
+    assert len({d["metadata"]["topic"] for d in docs}) == 7
     folder = demo_collection(tmp_path / "demo", encoder)
     with Collection.open(folder, encoder=encoder) as collection:
-        assert len(collection) == 60 and collection.check() == []
+        assert len(collection) == 70 and collection.check() == []
         hits = collection.search("서울에 비가 온다", 3, mode="hybrid")
         assert hits[0].id == "weather-ko-0"
+        economy = collection.search("stock market crash", 3, mode="hybrid")  # the README's query, in English
+        assert economy[0].metadata["topic"] == "economy"
     stamp = (folder / "collection.db").stat().st_mtime_ns
     assert demo_collection(folder, encoder) == folder
     assert (folder / "collection.db").stat().st_mtime_ns == stamp, "a sound demo collection is reused"
     (folder / "collection.db").write_bytes(b"not a database")
     demo_collection(folder, encoder)
     with Collection.open(folder, encoder=encoder) as collection:
-        assert len(collection) == 60 and collection.check() == []
+        assert len(collection) == 70 and collection.check() == []

@@ -108,3 +108,5 @@ def test_serve_defaults_to_e5_beside_minilm(tmp_path: Path, e5_path: Path, capsy
         np.testing.assert_allclose(np.stack([a, b]), direct, atol=1e-5)
         found = client.post("/v1/collections/demo/search", json={"query": "요리하는 남자", "top_k": 3}).json()
         assert [h["metadata"]["topic"] for h in found["data"]][:1] == ["food"]
+        stocks = client.post("/v1/collections/demo/search", json={"query": "주식 폭락", "top_k": 3}).json()
+        assert [h["metadata"]["topic"] for h in stocks["data"]][:1] == ["economy"]  # the README's query

@@ -173,9 +173,11 @@ def measure_all(measure: Measure, configs: Sequence[tuple[str, str]], texts: Seq
     """Accuracy of every configuration against the first (the reference), then the throughput of the
     accurate ones: a first round for all, then `ROUNDS - 1` more for those within `CONTENDER` of the
     fastest (a candidate far behind is not measured again)."""
-    reference, _ = measure(*configs[0], texts)
+    started = time.perf_counter()
+    reference, one_pass = measure(*configs[0], texts)
     trials: list[Trial] = [Trial(*configs[0], mean_cosine=1.0, min_cosine=1.0)]
-    for backend, precision in configs[1:]:
+    for done, (backend, precision) in enumerate(configs[1:], start=1):
+        _progress(done, len(configs), time.perf_counter() - started, one_pass)
         trial = Trial(backend, precision)
         try:
             vectors, _ = measure(backend, precision, texts)  # also builds and warms the backend
@@ -200,6 +202,15 @@ def measure_all(measure: Measure, configs: Sequence[tuple[str, str]], texts: Seq
     for i, seconds in best.items():
         trials[i].sentences_per_s = round(len(texts) / max(seconds, 1e-9), 1)
     return trials
+
+
+def _progress(done: int, total: int, elapsed: float, one_pass: float) -> None:
+    """One log line per candidate: how far the measurement is and about how long it has left (the
+    candidates still to build at the pace so far, then the timed rounds at about one pass each)."""
+    left = elapsed / done * (total - done) + ROUNDS * total * one_pass
+    logger.warning(
+        "autotune: candidate %d of %d, %.0f s so far, about %.0f s left", done + 1, total, elapsed, left
+    )
 
 
 def pick(trials: Sequence[Trial]) -> Trial:
@@ -234,6 +245,15 @@ def choose(
         text = json.dumps(payload, indent=2)
         atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         return choice
+
+
+def cached_choice(
+    fingerprint: str | None, device: torch.device, configs: Sequence[tuple[str, str]] | None = None
+) -> Choice | None:
+    """The choice cached for this model and machine, or None (never measured here): reads, never measures."""
+    if fingerprint is None:
+        return None
+    return _read(cache_path(fingerprint, machine_key(device)), list(configs or candidates(device)))
 
 
 def _measured(

@@ -80,6 +80,17 @@ def known_names(registered: list[str]) -> str:
     return ", ".join(sorted({s.name for s in CATALOG} | set(registered), key=str.lower))
 
 
+def did_you_mean(name: str, registered: list[str]) -> str:
+    """The hint " (did you mean 'X'?)" naming the known name closest to a misspelled `name`, or ""."""
+    import difflib
+
+    names = sorted({s.name for s in CATALOG} | set(registered))
+    folded = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.75)
+    return f" (did you mean {folded[close[0]]!r}?)" if close else ""
+
+
 def unknown(name: str, registered: list[str]) -> ModelNotFoundError:
-    """The error for a name nobody knows, listing the names that are known."""
-    return ModelNotFoundError(f"unknown model {name!r}; known names: {known_names(registered)}")
+    """The error for a name nobody knows, naming the closest known name and listing them all."""
+    hint = did_you_mean(name, registered)
+    return ModelNotFoundError(f"unknown model {name!r}{hint}; known names: {known_names(registered)}")

@@ -43,6 +43,16 @@ class CollectionEncoding:
                 )
         return self._encoder
 
+    def use_encoder(self, encoder: Any) -> None:
+        """Encode with `encoder`, the collection's model already loaded elsewhere (a server's), in
+        place of loading it again; refused when its vectors are not the collection's size."""
+        dim = int(encoder.get_embedding_dimension())
+        if dim != self.config["dim"]:
+            raise CollectionError(
+                f"the encoder gives {dim}-d vectors; this collection holds {self.config['dim']}-d"
+            )
+        self._encoder = encoder
+
     @property
     def images(self) -> ImageFiles | None:
         """The stored image files of an image collection (a folder collection's `images/`)."""

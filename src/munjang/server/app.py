@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect
 from ..encode_pool import EncoderProcess
 from ..version import __version__
 from .api_docs import add_api_docs
+from .backend_choice import backend_status
 from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
 from .compute import ComputeGate
@@ -133,6 +134,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     if settings.model_processes < 0:
         raise ValueError(f"model_processes must be 0 or more, not {settings.model_processes}")
     processes = start_model_processes(settings) if settings.model_processes else {}
+    if settings.background_choice is not None:
+        settings.background_choice.start(processes)
     batchers = {
         name: DynamicBatcher(
             encoder,
@@ -152,6 +155,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         gate.close()
+        if settings.background_choice is not None:
+            settings.background_choice.close()
         for batcher in batchers.values():
             batcher.close()
         for group in processes.values():
@@ -218,7 +223,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @router.get("/models", response_model=ModelList)
     async def list_models() -> ModelList:
         """The served models, default first."""
-        return ModelList(data=[ModelCard(id=name, created=started) for name in settings.models])
+        return ModelList(
+            data=[
+                ModelCard(id=name, created=started, backend=backend_status(name, settings))
+                for name in settings.models
+            ]
+        )
 
     add_text_routes(router, settings, read_body, batchers, gate)
     add_sparse_routes(router, settings, read_body)

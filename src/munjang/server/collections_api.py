@@ -48,6 +48,7 @@ from .images_api import (
     decode_image_query,
     holds_images,
 )
+from .served_encoders import share_served_encoder
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty_text, parse
 
@@ -275,16 +276,20 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
     if settings.collections_dir is not None:
         for name in Collection.names(settings.collections_dir):
             paths.setdefault(name, Path(settings.collections_dir) / name)
-    served = {name: ServedCollection(_opener(path), _twin_opener(path)) for name, path in paths.items()}
+    models = settings.models
+    served = {
+        name: ServedCollection(_opener(path, models), _twin_opener(path)) for name, path in paths.items()
+    }
     if settings.collections_db is not None:
         for name in Collection.names(settings.collections_db):
             db = settings.collections_db
-            served.setdefault(name, ServedCollection(_opener(name, db), _twin_opener(name, db)))
+            served.setdefault(name, ServedCollection(_opener(name, models, db), _twin_opener(name, db)))
     return served
 
 
-def _opener(path: Path | str, backend: str | None = None) -> Callable[[], Collection]:
-    return lambda: Collection.open(path, backend=backend)
+def _opener(path: Path | str, models: dict[str, Any], backend: str | None = None) -> Callable[[], Collection]:
+    """Opens a served collection; a collection of a served model encodes with the served encoder."""
+    return lambda: share_served_encoder(Collection.open(path, backend=backend), models)
 
 
 def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Collection], Collection]:

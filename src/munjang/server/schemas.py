@@ -65,6 +65,7 @@ class ModelCard(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "munjang"
+    backend: str | None = None  # what it runs on, e.g. "openvino bf16 (auto, read from the cache)"
 
 
 class ModelList(BaseModel):

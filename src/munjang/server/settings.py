@@ -10,6 +10,7 @@ from ..encoder import SentenceEncoder
 from ..m3_views import M3MultiVectorView, M3SparseView
 from ..multi_vector import MultiVectorEncoder
 from ..sparse_encoder import SparseEncoder
+from .backend_choice import BackgroundChoice
 
 
 @dataclass
@@ -41,6 +42,8 @@ class ServerSettings:
     up, and several batches run side by side; the cores (torch's thread count here) are shared
     out between them. A process loads the folder with the encoder's backend and precision, so
     keep 0 for encoders changed in memory.
+    `background_choice`: models served on torch fp32 until their automatic backend choice, measured
+    in the background, is made (`munjang serve` does this; see `server.backend_choice`).
     """
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
@@ -70,6 +73,7 @@ class ServerSettings:
     # Late-interaction (ColBERT) models for /v1/multi_vector_*, and the most numbers one answer holds.
     multi_vector_models: dict[str, MultiVectorEncoder | M3MultiVectorView] = field(default_factory=dict)
     max_multi_vector_values: int = 4_000_000
+    background_choice: BackgroundChoice | None = None
 
     def __post_init__(self) -> None:
         if not self.models:
