@@ -122,7 +122,9 @@ def test_interrupt_keeps_finished_batches(col: str, docs: Path, capsys, monkeypa
     monkeypatch.setattr(munjang.ingest, "read_file", interrupted)
     code, out, err = run_cli(["index", "add", col, str(docs), "--commit-every", "2"], capsys, monkeypatch)
     assert code == 130 and "added 2, updated 0, skipped 0, failed 3 before stopping;" in out
-    assert len(error_lines(err)) == 3
+    lines = error_lines(err)
+    assert len(lines) == 4 and lines[-1].startswith("stopped: 2 documents are stored")
+    assert "run the same command again to resume" in lines[-1]
     # files in order: broken.pdf, empty.md, guide.md, page.html, scan.pdf, (interrupted) ...
     assert sorted(stored(col)) == ["guide.md", "page.html"]
     monkeypatch.setattr(munjang.ingest, "read_file", read_file)

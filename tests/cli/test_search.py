@@ -39,8 +39,8 @@ def test_index_lifecycle(where: list[str], tmp_path: Path, capsys, monkeypatch) 
     assert code == 0 and "384-d" in out and "hnsw" in out
     code, out, _ = run_cli(["index", "add", *where, str(docs)], capsys, monkeypatch)
     assert code == 0 and "added 4" in out and "encoded 4" in out
-    code, _, err = run_cli(["index", "add", *where, str(docs)], capsys, monkeypatch)
-    assert code == 2 and "4 ids already in the collection" in err and "--skip-existing" in err
+    code, out, err = run_cli(["index", "add", *where, str(docs)], capsys, monkeypatch)
+    assert code == 0 and "added 0" in out and "skipped 4" in out, err  # unchanged: a rerun resumes
     code, out, _ = run_cli(["index", "add", *where, str(docs), "--skip-existing"], capsys, monkeypatch)
     assert code == 0 and "skipped 4" in out
     code, out, _ = run_cli(

@@ -54,7 +54,7 @@ class FolderBackend:
         """The folder appears complete or not at all: it is built under a hidden name, then renamed."""
         target = self.path
         if target.exists():
-            raise CollectionError(f"{target} already exists; open it with Collection.open")
+            raise CollectionError(f"{target} already exists: add to it, or choose another name")
         staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -179,7 +179,7 @@ class PostgresStore:
     def create_schema(self, config: dict[str, Any]) -> None:
         """Tables, the text-hash index and (index="hnsw") pgvector's HNSW index, all or nothing."""
         if self.exists():
-            raise CollectionError(f"{self.path} already exists; open it with Collection.open")
+            raise CollectionError(f"{self.path} already exists: add to it, or choose another name")
         dim, metric = int(config["dim"]), config["metric"]
         if metric not in OPCLASS:
             raise ValueError(f"metric {metric!r} has no pgvector operator class; choose {', '.join(OPCLASS)}")
