@@ -163,7 +163,8 @@ def add(
         bool,
         typer.Option(
             "--skip-existing",
-            help="Keep documents whose id exists (resumes an add; always on for document files).",
+            help="Keep documents whose id exists, changed or not (a rerun of the same add resumes "
+            "without it; always on for document files).",
         ),
     ] = False,
     recursive: Annotated[bool, typer.Option(help="Document folders: include subfolders.")] = True,
