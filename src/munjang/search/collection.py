@@ -309,6 +309,10 @@ class Collection(CollectionSearch, CollectionEncoding):
                         batch_size,
                         result,
                     )
+                    if self.lexical.ready and self.lexical.incremental:
+                        # a writer that searches keeps BM25 current as it commits, so its first
+                        # search after an add costs nothing more (one that only adds never builds it)
+                        self.lexical.sync(self.store)
                     bar.update(len(ids[start:end]))
             finally:
                 bar.close()
