@@ -221,7 +221,6 @@ def add(
     with _open(folder, backend, device) as col:
         if conflict == "error":
             conflict = _resume_or_refuse(col, ids, texts, metadata)
-        finished = False
         try:
             result = col.add(
                 ids,
@@ -232,10 +231,9 @@ def add(
                 commit_every=commit_every or 1000,
                 show_progress_bar=True,
             )
-            finished = True
-        finally:
-            if not finished:
-                typer.echo(_stopped(len(col), col.location), err=True)
+        except KeyboardInterrupt:
+            typer.echo(_stopped(len(col), col.location), err=True)
+            raise
         total = len(col)
     typer.echo(
         f"added {result.added}, updated {result.updated}, skipped {result.skipped} "
@@ -244,7 +242,7 @@ def add(
 
 
 def _stopped(count: int, location: str) -> str:
-    """What an interrupted or failed add says: what is stored, and how to go on."""
+    """What an interrupted add says (Ctrl-C): what is stored, and how to go on."""
     return (
         f"stopped: {count} documents are stored in {location} (every finished batch is kept); "
         "run the same command again to resume"
@@ -377,7 +375,7 @@ def _add_files(
             skipped += result.skipped
             batch.clear()
 
-        finished = False
+        finished = interrupted = False
         try:
             for file, root, _ in tqdm(files, desc="reading", unit="file", disable=None):
                 try:
@@ -393,12 +391,15 @@ def _add_files(
             if batch:
                 commit()
             finished = True
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             typer.echo(
                 f"added {totals['added']}, updated {totals['updated']}, skipped {skipped}, failed {failed}"
                 f"{'' if finished else ' before stopping'}; {len(col)} documents in {col.location}"
             )
-            if not finished:
+            if interrupted:
                 typer.echo(_stopped(len(col), col.location), err=True)
     if failed:
         raise typer.Exit(1)

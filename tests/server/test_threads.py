@@ -22,7 +22,7 @@ class Stub:
     """Stands in for a Collection: records the torch thread count a read ran with."""
 
     def __init__(self) -> None:
-        self.lexical = SimpleNamespace(bm25=None)
+        self.lexical = SimpleNamespace(bm25=None, ready=False)
         self.pace: Any = None
 
     def warm_up(self) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from munjang.bundled import demo_documents
 from munjang.demo import demo_collection
 from munjang.server import ServerSettings, create_app
 from tests.helpers.paths import REPO
@@ -125,7 +126,8 @@ def test_korean_search_heatmap_and_map(browser, page_url):
     driver.find_element(By.CSS_SELECTOR, "nav button[data-tab=map]").click()
     driver.find_element(By.ID, "map-run").click()
     canvas = driver.find_element(By.ID, "map")
-    wait_for(driver, lambda d: d.find_element(By.ID, "map").get_attribute("data-points") == "60")
+    points = str(len(demo_documents()))
+    wait_for(driver, lambda d: d.find_element(By.ID, "map").get_attribute("data-points") == points)
     assert painted_pixels(driver, "map") > 1_000
     point = driver.execute_script("const p = mapState.points[0]; return [p.sx, p.sy, p.text];")
     size = canvas.size

@@ -27,7 +27,7 @@ _EPS = 1e-5
 
 
 def calibration_texts() -> list[str]:
-    """The bundled demo sentences (60, Korean and English, six topics)."""
+    """The bundled demo sentences (Korean and English, seven topics)."""
     from ..bundled import demo_documents
 
     return [d["text"] for d in demo_documents()]
