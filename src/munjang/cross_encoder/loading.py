@@ -18,11 +18,12 @@ import torch
 from torch import nn
 
 from ..errors import ModelLoadError
-from ..formats import read_modules
+from ..formats import EncoderSettings, read_modules
 from ..hub import resolve_model_path
 from ..modules import Dense, Module, Transformer
 from ..modules.base import read_json
 from ..modules.dense import activation_from_name
+from ..modules.logit_score import LogitScore
 from .model import HEADS, CrossEncoder, seeds_head
 
 
@@ -45,6 +46,8 @@ def _is_sequence_classifier(folder: Path) -> bool:
 
 def _writes_scores(modules: list[Module]) -> bool:
     last = modules[-1]
+    if isinstance(last, LogitScore):  # an LLM reranker: next-token log-odds (sentence-transformers >= 5.4)
+        return True
     if isinstance(last, Transformer):
         return last.task == "sequence-classification"
     return isinstance(last, Dense) and last.output_name == "scores"
@@ -125,7 +128,15 @@ def load_cross_encoder(
         )
         modules = [transformer, *head_modules]
         saved_activation = None  # a new head has no saved activation
-    model = CrossEncoder(modules, activation or saved_activation, device=device, base_model=str(name_or_path))
+    settings = EncoderSettings.read(folder)
+    model = CrossEncoder(
+        modules,
+        activation or saved_activation,
+        device=device,
+        base_model=str(name_or_path),
+        prompts=settings.prompts,
+        default_prompt_name=settings.default_prompt_name,
+    )
     if num_labels is not None and model.num_labels != num_labels:
         raise ModelLoadError(
             f"{folder}: the saved head has {model.num_labels} labels, not {num_labels}; "
