@@ -374,12 +374,17 @@ def rerank(
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
     as_json: JsonLinesOption = False,
+    instruction: Annotated[
+        str | None, typer.Option(help="The reranker's task; an LLM reranker reads it as its system prompt.")
+    ] = None,
 ) -> None:
     """Score every document against each query with a cross-encoder and print the best."""
     texts = _queries_and_texts(query, documents, field, input_format)
     cross = _load_cross_encoder(model, device)
     for q in query:
-        hits = cross.rank(q, texts, top_k=top_k, batch_size=batch_size, return_documents=True)
+        hits = cross.rank(
+            q, texts, top_k=top_k, batch_size=batch_size, return_documents=True, prompt=instruction
+        )
         if as_json:
             typer.echo(json.dumps({"query": q, "results": hits}, ensure_ascii=False))
             continue
