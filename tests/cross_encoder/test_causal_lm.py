@@ -138,3 +138,19 @@ def test_broken_folders_name_the_problem(reranker: Path, tmp_path: Path) -> None
         load_cross_encoder(tmp_path / "n", device="cpu")
     with pytest.raises(ValueError, match="no prompt named 'nope'"):
         ours.predict(PAIRS[:1], prompt_name="nope")
+
+
+def test_openvino_scores_equal_torch_and_follow_weight_changes(reranker: Path) -> None:
+    model = load_cross_encoder(reranker, device="cpu")
+    exact = model.predict(PAIRS, activation=RAW)
+    model.set_backend("openvino", "fp32")
+    np.testing.assert_allclose(model.predict(PAIRS, activation=RAW), exact, atol=1e-4)
+    with torch.no_grad():  # an edit of the weights rebuilds the graph
+        model[0].auto_model.lm_head.weight[model[-1].true_token_id] += 0.5
+    model.set_backend("torch")
+    edited = model.predict(PAIRS, activation=RAW)
+    assert not np.allclose(edited, exact, atol=1e-3)
+    model.set_backend("openvino", "bf16")
+    np.testing.assert_allclose(model.predict(PAIRS, activation=RAW), edited, atol=0.1)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        model.set_backend("onnx")

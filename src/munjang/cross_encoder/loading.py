@@ -68,6 +68,8 @@ def load_cross_encoder(
     cache_folder: str | None = None,
     token: str | bool | None = None,
     dtype: str | torch.dtype = torch.float32,
+    backend: str = "torch",
+    precision: str = "fp32",
 ) -> CrossEncoder:
     """Load a cross-encoder from a folder or hub id.
 
@@ -76,6 +78,8 @@ def load_cross_encoder(
     "native" uses the architecture's `*ForSequenceClassification` head (loaded when saved, new
     otherwise). `num_labels` sets the size of a new head (default 1) and must match a saved one.
     `activation` overrides the saved one (default: sigmoid for one label, identity for several).
+    `backend="openvino"` (with `precision` "fp32" or "bf16") runs an LLM reranker's scoring on
+    OpenVINO (`CrossEncoder.set_backend`).
     """
     if head not in HEADS:
         raise ValueError(f"head must be one of {', '.join(HEADS)}, not {head!r}")
@@ -137,6 +141,8 @@ def load_cross_encoder(
         prompts=settings.prompts,
         default_prompt_name=settings.default_prompt_name,
     )
+    if backend != "torch":
+        model.set_backend(backend, precision)
     if num_labels is not None and model.num_labels != num_labels:
         raise ModelLoadError(
             f"{folder}: the saved head has {model.num_labels} labels, not {num_labels}; "

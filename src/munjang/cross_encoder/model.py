@@ -32,14 +32,16 @@ from tqdm.auto import tqdm
 
 from ..devices import resolve_device
 from ..formats import library_versions, write_modules
+from ..inference.causal_scores import OpenVINOCausalScorer
 from ..modules import Dense, Dropout, Module, Pooling, Transformer
 from ..modules.base import read_json, write_json
 from ..modules.causal_lm import CausalLMTransformer
 from ..modules.dense import activation_name
-from ..modules.logit_score import LogitScore
+from ..modules.logit_score import LOGIT_IDS_KEY, LogitScore
 
 PROGRESS_BAR_MIN_PAIRS = 1024
 HEADS = ("auto", "native", "seeds")
+BACKENDS = ("torch", "openvino")
 
 Pair = tuple[str, str]
 
@@ -94,13 +96,15 @@ class CrossEncoder(nn.Sequential):
             raise ValueError(f"default_prompt_name {default_prompt_name!r} is not one of the prompts")
         self.default_prompt_name = default_prompt_name
         self.base_model = base_model
+        self.backend = "torch"
+        self._openvino: OpenVINOCausalScorer | None = None
         self.activation = activation or default_activation(self.num_labels)
         self.to(resolve_device(device))
         self.eval()
 
     def __setattr__(self, name: str, value: Any) -> None:
         # The activation is a plain attribute: as a sub-module it would join the pipeline's modules.
-        if name == "activation":
+        if name in ("activation", "_openvino"):
             object.__setattr__(self, name, value)
             return
         super().__setattr__(name, value)
@@ -159,6 +163,22 @@ class CrossEncoder(nn.Sequential):
             "max_seq_length": self.max_seq_length,
             "device": str(self.device),
         }
+
+    def set_backend(
+        self, backend: str = "torch", precision: str = "fp32", threads: int | None = None
+    ) -> None:
+        """Where `predict` runs: "torch" (the module as loaded, any dtype) or "openvino" (an LLM
+        reranker only: its decoder and the two scored head rows as one graph, at "fp32" or "bf16";
+        built on first use, rebuilt when the weights change). Training always runs on torch."""
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend == "openvino":
+            if not isinstance(self.transformer, CausalLMTransformer) or self.device.type != "cpu":
+                raise ValueError("the openvino backend runs LLM rerankers (head 'causal-lm') on the CPU")
+            self._openvino = OpenVINOCausalScorer(self.transformer, precision, threads)
+        else:
+            self._openvino = None
+        self.backend = backend
 
     # -- tokenizing ------------------------------------------------------------------------------
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str | None:
@@ -252,7 +272,7 @@ class CrossEncoder(nn.Sequential):
             features: dict[str, Any] = {
                 k: v.to(device, non_blocking=True) for k, v in transformer.collate(encoded, rows).items()
             }
-            logits = self(features)["scores"].float()
+            logits = self._scores(features)
             scores = act(logits)
             if apply_softmax and self.num_labels > 1:
                 scores = torch.softmax(scores, dim=-1)
@@ -263,6 +283,14 @@ class CrossEncoder(nn.Sequential):
         if convert_to_tensor or not convert_to_numpy:
             return result
         return result.numpy()
+
+    def _scores(self, features: dict[str, Any]) -> Tensor:
+        """(batch, num_labels) float logits of one padded batch, on the chosen backend."""
+        if self._openvino is not None:
+            features["causal_logits"] = self._openvino(features).unsqueeze(1)
+            features[LOGIT_IDS_KEY] = self._openvino.transformer.score_token_ids
+            return self[-1](features)["scores"].float()
+        return self(features)["scores"].float()
 
     def rank(
         self,

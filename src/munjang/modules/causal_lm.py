@@ -187,7 +187,9 @@ class CausalLMTransformer(Transformer):
         return config
 
     @classmethod
-    def load(cls, path: str | Path, **kwargs: Any) -> CausalLMTransformer:
+    def load(  # type: ignore[override]  # the same arguments, read through **kwargs
+        cls, path: str | Path, **kwargs: Any
+    ) -> CausalLMTransformer:
         """Load a text-generation `Transformer` folder (sentence-transformers' LLM reranker layout)."""
         kwargs.pop("task", None)
         base = Transformer.load(path, task="text-generation", **kwargs)
