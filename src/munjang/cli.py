@@ -21,6 +21,7 @@ from .cli_adapt import adapt
 from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_models import models_app
+from .cli_mteb import eval_mteb
 from .cli_options import (
     BackendOption,
     BatchOption,
@@ -51,6 +52,7 @@ app = typer.Typer(
 )
 eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+eval_app.command("mteb")(eval_mteb)
 app.add_typer(index_app, name="index")
 app.add_typer(models_app, name="models")
 register_applications(app)
