@@ -72,3 +72,12 @@ def test_bf16_stays_close_to_fp32(folder: Path) -> None:
     cosines = np.sum(fp32 * bf16, axis=1)
     assert bf16.dtype == np.float32 and cosines.min() > 0.99, cosines
     assert torch.get_default_dtype() == torch.float32
+
+
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_exported_graphs_equal_sentence_transformers(
+    folder: Path, theirs: SentenceTransformer, backend: str
+) -> None:
+    ours = load_encoder(folder, device="cpu")
+    got = ours.encode(TEXTS, prompt_name="query", backend=backend, precision="fp32")
+    np.testing.assert_allclose(got, theirs.encode(TEXTS, prompt_name="query"), atol=1e-5, rtol=0)
