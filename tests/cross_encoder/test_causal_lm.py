@@ -154,3 +154,10 @@ def test_openvino_scores_equal_torch_and_follow_weight_changes(reranker: Path) -
     np.testing.assert_allclose(model.predict(PAIRS, activation=RAW), edited, atol=0.1)
     with pytest.raises(ValueError, match="backend must be one of"):
         model.set_backend("onnx")
+
+
+def test_the_environment_chooses_an_llm_rerankers_backend(reranker: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MUNJANG_RERANK_BACKEND", "openvino:bf16")
+    model = load_cross_encoder(reranker, device="cpu")
+    assert model.backend == "openvino" and model._openvino is not None and model._openvino.precision == "bf16"
+    assert load_cross_encoder(reranker, device="cpu", backend="torch").backend == "torch"

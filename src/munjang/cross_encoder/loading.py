@@ -26,6 +26,8 @@ from ..modules.dense import activation_from_name
 from ..modules.logit_score import LogitScore
 from .model import HEADS, CrossEncoder, seeds_head
 
+RERANK_BACKEND_ENV = "MUNJANG_RERANK_BACKEND"
+
 
 def _saved_activation(folder: Path, trust_remote_code: bool) -> nn.Module | None:
     names = []
@@ -68,7 +70,7 @@ def load_cross_encoder(
     cache_folder: str | None = None,
     token: str | bool | None = None,
     dtype: str | torch.dtype = torch.float32,
-    backend: str = "torch",
+    backend: str | None = None,
     precision: str = "fp32",
 ) -> CrossEncoder:
     """Load a cross-encoder from a folder or hub id.
@@ -79,7 +81,8 @@ def load_cross_encoder(
     otherwise). `num_labels` sets the size of a new head (default 1) and must match a saved one.
     `activation` overrides the saved one (default: sigmoid for one label, identity for several).
     `backend="openvino"` (with `precision` "fp32" or "bf16") runs an LLM reranker's scoring on
-    OpenVINO (`CrossEncoder.set_backend`).
+    OpenVINO (`CrossEncoder.set_backend`); unset, `$MUNJANG_RERANK_BACKEND` ("openvino:bf16", ...)
+    chooses for LLM rerankers (so `munjang serve --reranker` can), else torch.
     """
     if head not in HEADS:
         raise ValueError(f"head must be one of {', '.join(HEADS)}, not {head!r}")
@@ -141,7 +144,10 @@ def load_cross_encoder(
         prompts=settings.prompts,
         default_prompt_name=settings.default_prompt_name,
     )
-    if backend != "torch":
+    if backend is None and model.head == "causal-lm" and os.environ.get(RERANK_BACKEND_ENV):
+        backend, _, chosen = os.environ[RERANK_BACKEND_ENV].partition(":")
+        precision = chosen or precision
+    if backend not in (None, "torch"):
         model.set_backend(backend, precision)
     if num_labels is not None and model.num_labels != num_labels:
         raise ModelLoadError(
