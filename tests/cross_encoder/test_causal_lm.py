@@ -140,6 +140,13 @@ def test_broken_folders_name_the_problem(reranker: Path, tmp_path: Path) -> None
         ours.predict(PAIRS[:1], prompt_name="nope")
 
 
+def test_openvino_fp32_equals_torch(tmp_path: Path) -> None:
+    model = load_cross_encoder(tiny_llm_reranker(tmp_path / "rr"), device="cpu", backend="openvino")
+    exact = load_cross_encoder(tmp_path / "rr", device="cpu").predict(PAIRS, activation=RAW)
+    np.testing.assert_allclose(model.predict(PAIRS, activation=RAW), exact, atol=1e-4)
+
+
+@pytest.mark.slow
 def test_openvino_scores_equal_torch_and_follow_weight_changes(reranker: Path) -> None:
     model = load_cross_encoder(reranker, device="cpu")
     exact = model.predict(PAIRS, activation=RAW)
