@@ -29,7 +29,7 @@ LAYERS = [
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
     "cli_options", "cli_models", "cli_index", "cli_apps", "cli_topics",
-    "cli_serve", "cli_train", "cli_adapt", "cli_compare", "cli", "__init__",
+    "cli_serve", "cli_train", "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
 ]  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from .cli_adapt import adapt
 from .cli_apps import register as register_applications
 from .cli_index import index_app
 from .cli_models import models_app
+from .cli_mteb import eval_mteb
 from .cli_options import (
     BackendOption,
     BatchOption,
@@ -52,6 +53,7 @@ app = typer.Typer(
 )
 eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+eval_app.command("mteb")(eval_mteb)
 app.add_typer(index_app, name="index")
 app.add_typer(models_app, name="models")
 register_applications(app)
@@ -397,12 +399,17 @@ def rerank(
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
     as_json: JsonLinesOption = False,
+    instruction: Annotated[
+        str | None, typer.Option(help="The reranker's task; an LLM reranker reads it as its system prompt.")
+    ] = None,
 ) -> None:
     """Score every document against each query with a cross-encoder and print the best."""
     texts = _queries_and_texts(query, documents, field, input_format)
     cross = _load_cross_encoder(model, device)
     for q in query:
-        hits = cross.rank(q, texts, top_k=top_k, batch_size=batch_size, return_documents=True)
+        hits = cross.rank(
+            q, texts, top_k=top_k, batch_size=batch_size, return_documents=True, prompt=instruction
+        )
         if as_json:
             typer.echo(json.dumps({"query": q, "results": hits}, ensure_ascii=False))
             continue

@@ -28,7 +28,14 @@ BatchOption = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sen
 PromptNameOption = Annotated[
     str | None, typer.Option("--prompt-name", help="A prompt of the model (e5: query, passage).")
 ]
-PromptOption = Annotated[str | None, typer.Option("--prompt", help="Literal text put before every input.")]
+PromptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--prompt",
+        "--instruction",
+        help="Literal text put before every input (a decoder embedder's instruction).",
+    ),
+]
 FieldOption = Annotated[str, typer.Option(help="Text field (jsonl) or column (csv/tsv).")]
 FormatOption = Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv, tsv.")]
 QueryOption = Annotated[list[str], typer.Option("--query", "-q", help="Query text (repeat for several).")]

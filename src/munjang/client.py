@@ -75,15 +75,23 @@ class Client:
         dimensions: int | None = None,
         prompt_name: str | None = None,
         truncate: bool = True,
+        instruction: str | None = None,
     ) -> np.ndarray:
-        """Vectors of `texts` (a 1-D vector for one string), sent as base64 float32 to save bandwidth."""
+        """Vectors of `texts` (a 1-D vector for one string), sent as base64 float32 to save bandwidth;
+        `instruction` is text read before each input (a decoder embedder's task)."""
         single = isinstance(texts, str)
         body: dict[str, Any] = {
             "input": texts if single else list(texts),
             "encoding_format": "base64",
             "truncate": truncate,
         }
-        for key, value in (("model", model), ("dimensions", dimensions), ("prompt_name", prompt_name)):
+        options = {
+            "model": model,
+            "dimensions": dimensions,
+            "prompt_name": prompt_name,
+            "instruction": instruction,
+        }
+        for key, value in options.items():
             if value is not None:
                 body[key] = value
         data = sorted(self._post("/v1/embeddings", body)["data"], key=lambda d: d["index"])
@@ -99,10 +107,19 @@ class Client:
         return scores
 
     def rerank(
-        self, query: str, documents: Sequence[str], *, top_n: int | None = None, model: str | None = None
+        self,
+        query: str,
+        documents: Sequence[str],
+        *,
+        top_n: int | None = None,
+        model: str | None = None,
+        instruction: str | None = None,
     ) -> list[dict[str, Any]]:
-        """`[{"index", "relevance_score"}]`, best first, from the server's cross-encoder."""
+        """`[{"index", "relevance_score"}]`, best first, from the server's cross-encoder (`instruction`:
+        its task, which an LLM reranker reads as its system prompt)."""
         body: dict[str, Any] = {"query": query, "documents": list(documents)}
+        if instruction is not None:
+            body["instruction"] = instruction
         if top_n is not None:
             body["top_n"] = top_n
         if model is not None:

@@ -44,6 +44,10 @@ TOKENIZE_CHUNK = 4096
 OutputValue = Literal["sentence_embedding", "token_embeddings"]
 
 
+# Token counts of distinct prompts remembered (a server sees one per request instruction).
+PROMPT_LENGTHS_KEPT = 256
+
+
 class SentenceEncoder(BackendSelection, nn.Sequential):
     """Transformer + pooling (+ dense, normalize): one vector per sentence. A static model
     (StaticEmbedding first, no pooling) encodes on torch only; transformer-only calls raise for it.
@@ -183,12 +187,18 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         return features
 
     def token_ids(
-        self, texts: Sequence[str], *, prompt_name: str | None = None, truncate: bool = True
+        self,
+        texts: Sequence[str],
+        *,
+        prompt_name: str | None = None,
+        truncate: bool = True,
+        prompt: str | None = None,
     ) -> tuple[dict[str, list[list[int]]], int]:
-        """Unpadded ids of `texts` with the prompt (the model's default one, or `prompt_name`) and
-        the prompt's token count: what `encode_tokenized` takes. With `truncate=False`, an input over
-        `max_seq_length` keeps all its ids (check it with `transformer.check_lengths`)."""
-        prompt = self._prompt_text(prompt_name, None)
+        """Unpadded ids of `texts` with the prompt (`prompt` as given, else the model's default one, or
+        `prompt_name`) and the prompt's token count: what `encode_tokenized` takes. With
+        `truncate=False`, an input over `max_seq_length` keeps all its ids (check it with
+        `transformer.check_lengths`)."""
+        prompt = self._prompt_text(prompt_name, prompt)
         texts = list(texts)
         encoded = self.transformer.tokenize([prompt + t for t in texts] if prompt else texts, truncate)
         return encoded, self._prompt_length(prompt)
@@ -221,6 +231,8 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         if not prompt:
             return 0
         if prompt not in self._prompt_lengths:
+            if len(self._prompt_lengths) >= PROMPT_LENGTHS_KEPT:  # per-request instructions: stay bounded
+                self._prompt_lengths.clear()
             ids = self.transformer.tokenize([prompt])["input_ids"][0]
             self._prompt_lengths[prompt] = len(ids) - 1  # without the closing special token
         return self._prompt_lengths[prompt]

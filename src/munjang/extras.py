@@ -30,6 +30,7 @@ EXTRAS = {
     "olefile": ("reading HWP files", "files"),
     "lxml": ("reading HWPX and DOCX files", "files"),
     "PIL": ("images (CLIP models, image collections)", "images"),
+    "mteb": ("running MTEB tasks", "mteb"),
 }
 
 

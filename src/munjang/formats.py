@@ -38,7 +38,9 @@ from .modules import (
     Transformer,
 )
 from .modules.base import read_json, write_json
+from .modules.causal_lm import CausalLMTransformer
 from .modules.clip import CLIPModel, is_clip_folder
+from .modules.logit_score import LogitScore
 
 MODULE_CLASSES: dict[str, type[Module]] = {
     "Transformer": Transformer,
@@ -52,6 +54,7 @@ MODULE_CLASSES: dict[str, type[Module]] = {
     "SpladePooling": SpladePooling,
     "SparseStaticEmbedding": SparseStaticEmbedding,
     "Router": Router,
+    "LogitScore": LogitScore,
 }
 # The modules that read text themselves: saved at the model root, as sentence-transformers saves them.
 _ROOT_MODULES = (Transformer, StaticEmbedding, CLIPModel, SparseStaticEmbedding, Router)
@@ -184,8 +187,11 @@ def load_module(cls: type[Module], folder: Path, **load_kwargs: Any) -> Module:
     6) is an MLMTransformer, and a Router loads its routes' modules through the same table."""
     if cls is Transformer:
         st_file = folder / "sentence_bert_config.json"
-        if st_file.exists() and read_json(st_file).get("transformer_task") == "fill-mask":
+        task = read_json(st_file).get("transformer_task") if st_file.exists() else None
+        if task == "fill-mask":
             cls = MLMTransformer
+        elif task == "text-generation":  # an LLM reranker (sentence-transformers >= 5.4)
+            cls = CausalLMTransformer
     if cls is Router:
         return Router.load(folder, load=lambda name, sub: load_module(module_class(name), sub, **load_kwargs))
     return cls.load(folder, **load_kwargs)

@@ -81,7 +81,7 @@ def test_loss_errors_name_the_problem(tiny: Path) -> None:
         CrossEntropyLoss(three)(three.training_features([["a"], ["b"]]), torch.tensor([3]))
     with pytest.raises(ValueError, match="2 text columns"):
         one.training_features([["a"], ["b"], ["c"]])
-    with pytest.raises(ValueError, match="take no prompts"):
+    with pytest.raises(ValueError, match="no prompt named .query."):
         one.training_features([["a"], ["b"]], prompt_name="query")
 
 

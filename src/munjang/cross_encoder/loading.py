@@ -18,12 +18,15 @@ import torch
 from torch import nn
 
 from ..errors import ModelLoadError
-from ..formats import read_modules
+from ..formats import EncoderSettings, read_modules
 from ..hub import resolve_model_path
 from ..modules import Dense, Module, Transformer
 from ..modules.base import read_json
 from ..modules.dense import activation_from_name
+from ..modules.logit_score import LogitScore
 from .model import HEADS, CrossEncoder, seeds_head
+
+RERANK_BACKEND_ENV = "MUNJANG_RERANK_BACKEND"
 
 
 def _saved_activation(folder: Path, trust_remote_code: bool) -> nn.Module | None:
@@ -45,6 +48,8 @@ def _is_sequence_classifier(folder: Path) -> bool:
 
 def _writes_scores(modules: list[Module]) -> bool:
     last = modules[-1]
+    if isinstance(last, LogitScore):  # an LLM reranker: next-token log-odds (sentence-transformers >= 5.4)
+        return True
     if isinstance(last, Transformer):
         return last.task == "sequence-classification"
     return isinstance(last, Dense) and last.output_name == "scores"
@@ -65,6 +70,8 @@ def load_cross_encoder(
     cache_folder: str | None = None,
     token: str | bool | None = None,
     dtype: str | torch.dtype = torch.float32,
+    backend: str | None = None,
+    precision: str = "fp32",
 ) -> CrossEncoder:
     """Load a cross-encoder from a folder or hub id.
 
@@ -73,6 +80,9 @@ def load_cross_encoder(
     "native" uses the architecture's `*ForSequenceClassification` head (loaded when saved, new
     otherwise). `num_labels` sets the size of a new head (default 1) and must match a saved one.
     `activation` overrides the saved one (default: sigmoid for one label, identity for several).
+    `backend="openvino"` (with `precision` "fp32" or "bf16") runs an LLM reranker's scoring on
+    OpenVINO (`CrossEncoder.set_backend`); unset, `$MUNJANG_RERANK_BACKEND` ("openvino:bf16", ...)
+    chooses for LLM rerankers (so `munjang serve --reranker` can), else torch.
     """
     if head not in HEADS:
         raise ValueError(f"head must be one of {', '.join(HEADS)}, not {head!r}")
@@ -125,7 +135,20 @@ def load_cross_encoder(
         )
         modules = [transformer, *head_modules]
         saved_activation = None  # a new head has no saved activation
-    model = CrossEncoder(modules, activation or saved_activation, device=device, base_model=str(name_or_path))
+    settings = EncoderSettings.read(folder)
+    model = CrossEncoder(
+        modules,
+        activation or saved_activation,
+        device=device,
+        base_model=str(name_or_path),
+        prompts=settings.prompts,
+        default_prompt_name=settings.default_prompt_name,
+    )
+    if backend is None and model.head == "causal-lm" and os.environ.get(RERANK_BACKEND_ENV):
+        backend, _, chosen = os.environ[RERANK_BACKEND_ENV].partition(":")
+        precision = chosen or precision
+    if backend not in (None, "torch"):
+        model.set_backend(backend, precision)
     if num_labels is not None and model.num_labels != num_labels:
         raise ModelLoadError(
             f"{folder}: the saved head has {model.num_labels} labels, not {num_labels}; "

@@ -7,6 +7,9 @@ Two heads, both saved in the layout sentence-transformers' `CrossEncoder` reads:
 
 - the checkpoint's own `*ForSequenceClassification` head (`head="native"`, and what a folder that
   has one loads with): one `Transformer` module with `task="sequence-classification"`;
+- a causal language model read as a reranker (`head == "causal-lm"`: Qwen3-Reranker, mxbai-rerank-v2):
+  a text-generation `CausalLMTransformer` and `LogitScore`, the log-odds of "yes" against "no" at the
+  last token, the pair rendered through the model's chat template, a prompt as its instruction;
 - the SBERT paper's head on the [CLS] vector of any backbone (`head="seeds"`, the default for a plain
   encoder): dropout -> dense -> GELU -> dropout -> projection to `num_labels`, as the modules
   Pooling(cls), Dropout, Dense(GELU), Dropout, Dense(-> scores). sentence-transformers >= 6 loads it.
@@ -29,12 +32,16 @@ from tqdm.auto import tqdm
 
 from ..devices import resolve_device
 from ..formats import library_versions, write_modules
+from ..inference.causal_scores import OpenVINOCausalScorer
 from ..modules import Dense, Dropout, Module, Pooling, Transformer
 from ..modules.base import read_json, write_json
+from ..modules.causal_lm import CausalLMTransformer
 from ..modules.dense import activation_name
+from ..modules.logit_score import LOGIT_IDS_KEY, LogitScore
 
 PROGRESS_BAR_MIN_PAIRS = 1024
 HEADS = ("auto", "native", "seeds")
+BACKENDS = ("torch", "openvino")
 
 Pair = tuple[str, str]
 
@@ -69,22 +76,35 @@ class CrossEncoder(nn.Sequential):
         activation: nn.Module | None = None,
         device: str | torch.device | None = None,
         base_model: str | None = None,
+        prompts: dict[str, str] | None = None,
+        default_prompt_name: str | None = None,
     ) -> None:
         super().__init__(*modules)
         if not modules or not isinstance(modules[0], Transformer):
             raise ValueError("a CrossEncoder starts with a Transformer module")
         last = modules[-1]
         native = isinstance(last, Transformer) and last.task == "sequence-classification"
-        if not (native or (isinstance(last, Dense) and last.output_name == "scores")):
+        causal = isinstance(last, LogitScore)
+        if causal != isinstance(modules[0], CausalLMTransformer):
+            raise ValueError("a LogitScore head goes with a text-generation transformer, and only with one")
+        if isinstance(last, LogitScore) and isinstance(modules[0], CausalLMTransformer):
+            modules[0].score_token_ids = last.token_ids  # two rows of the output head, not the vocabulary
+        if not (native or causal or (isinstance(last, Dense) and last.output_name == "scores")):
             raise ValueError("a CrossEncoder ends with a module that writes `scores`")
+        self.prompts: dict[str, str] = dict(prompts or {})
+        if default_prompt_name is not None and default_prompt_name not in self.prompts:
+            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not one of the prompts")
+        self.default_prompt_name = default_prompt_name
         self.base_model = base_model
+        self.backend = "torch"
+        self._openvino: OpenVINOCausalScorer | None = None
         self.activation = activation or default_activation(self.num_labels)
         self.to(resolve_device(device))
         self.eval()
 
     def __setattr__(self, name: str, value: Any) -> None:
         # The activation is a plain attribute: as a sub-module it would join the pipeline's modules.
-        if name == "activation":
+        if name in ("activation", "_openvino"):
             object.__setattr__(self, name, value)
             return
         super().__setattr__(name, value)
@@ -106,7 +126,10 @@ class CrossEncoder(nn.Sequential):
 
     @property
     def head(self) -> str:
-        """ "native" (the checkpoint's sequence-classification head) or "seeds" (the SBERT head)."""
+        """ "native" (the checkpoint's sequence-classification head), "causal-lm" (LogitScore on a
+        causal LM's next-token logits) or "seeds" (the SBERT head)."""
+        if isinstance(self[-1], LogitScore):
+            return "causal-lm"
         return "native" if len(self) == 1 else "seeds"
 
     @property
@@ -114,6 +137,8 @@ class CrossEncoder(nn.Sequential):
         last = self[-1]
         if isinstance(last, Dense):
             return last.out_features
+        if isinstance(last, LogitScore):
+            return 1
         return int(self.transformer.auto_model.config.num_labels)
 
     @property
@@ -139,22 +164,60 @@ class CrossEncoder(nn.Sequential):
             "device": str(self.device),
         }
 
+    def set_backend(
+        self, backend: str = "torch", precision: str = "fp32", threads: int | None = None
+    ) -> None:
+        """Where `predict` runs: "torch" (the module as loaded, any dtype) or "openvino" (an LLM
+        reranker only: its decoder and the two scored head rows as one graph, at "fp32" or "bf16";
+        built on first use, rebuilt when the weights change). Training always runs on torch."""
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend == "openvino":
+            if not isinstance(self.transformer, CausalLMTransformer) or self.device.type != "cpu":
+                raise ValueError("the openvino backend runs LLM rerankers (head 'causal-lm') on the CPU")
+            self._openvino = OpenVINOCausalScorer(self.transformer, precision, threads)
+        else:
+            self._openvino = None
+        self.backend = backend
+
     # -- tokenizing ------------------------------------------------------------------------------
-    def tokenize(self, pairs: Sequence[Pair]) -> dict[str, Tensor]:
+    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str | None:
+        """The prompt text to use: `prompt`, else the named one, else the default one (if any)."""
+        if prompt is not None:
+            return prompt
+        name = prompt_name if prompt_name is not None else self.default_prompt_name
+        if name is None:
+            return None
+        if name not in self.prompts:
+            raise ValueError(f"no prompt named {name!r}; this model has {sorted(self.prompts) or 'none'}")
+        return self.prompts[name]
+
+    def encode_pairs(
+        self, firsts: Sequence[str], seconds: Sequence[str], truncate: bool = True, prompt: str | None = None
+    ) -> dict[str, list[list[int]]]:
+        """Token ids of pairs, with the prompt where the model reads it: a causal LM's instruction (its
+        chat template's system message), otherwise before the first text, as sentence-transformers does."""
+        transformer = self.transformer
+        if isinstance(transformer, CausalLMTransformer):
+            return transformer.tokenize_pairs(firsts, seconds, truncate, prompt=prompt)
+        if prompt:
+            firsts = [prompt + text for text in firsts]
+        return transformer.tokenize_pairs(firsts, seconds, truncate)
+
+    def tokenize(self, pairs: Sequence[Pair], prompt: str | None = None) -> dict[str, Tensor]:
         """A padded batch of pairs for `forward` (training path)."""
         firsts, seconds = _split_pairs(pairs)
-        encoded = self.transformer.tokenize_pairs(firsts, seconds)
+        encoded = self.encode_pairs(firsts, seconds, prompt=self.resolve_prompt(prompt))
         return self.transformer.collate(encoded, range(len(firsts)))
 
     def training_features(
         self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
     ) -> list[dict[str, Any]]:
         """What the trainer feeds a cross-encoder loss: one padded batch of (column 0, column 1) pairs."""
-        if prompt_name is not None:
-            raise ValueError("cross-encoders take no prompts; leave prompt_name unset")
         if len(columns) != 2:
             raise ValueError(f"a cross-encoder trains on pairs (2 text columns), got {len(columns)} columns")
-        return [self.tokenize(list(zip(columns[0], columns[1], strict=True)))]
+        prompt = self.resolve_prompt(prompt_name=prompt_name)
+        return [self.tokenize(list(zip(columns[0], columns[1], strict=True)), prompt=prompt)]
 
     def word_embeddings(self) -> nn.Module:
         """The backbone's input embedding table (frozen by `freeze_word_embeddings`)."""
@@ -174,6 +237,8 @@ class CrossEncoder(nn.Sequential):
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
         truncate: bool = True,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
     ) -> Any:
         """Scores of text pairs: shape (n,) for one label, (n, num_labels) otherwise; one pair -> one row.
 
@@ -181,6 +246,8 @@ class CrossEncoder(nn.Sequential):
         its own longest member; results come back in input order. `activation` replaces the model's
         (`nn.Identity()` gives raw logits); `apply_softmax` turns class logits into probabilities.
         `truncate=False` raises `InputTooLongError` for a pair over `max_seq_length` tokens.
+        `prompt` (or `prompt_name`, one of `prompts`; default `default_prompt_name`) is an instruction:
+        an LLM reranker reads it as its chat template's system message.
         """
         if isinstance(pairs, str):
             raise TypeError("expected a (text, text) pair or a list of pairs, got a single string")
@@ -192,7 +259,7 @@ class CrossEncoder(nn.Sequential):
         if self.training:
             self.eval()
         transformer = self.transformer
-        encoded = transformer.tokenize_pairs(firsts, seconds, truncate=truncate)
+        encoded = self.encode_pairs(firsts, seconds, truncate, self.resolve_prompt(prompt, prompt_name))
         order = transformer.longest_first(encoded, truncate, "pairs", "predict with truncate=True")
         if show_progress_bar is None:
             show_progress_bar = len(items) >= PROGRESS_BAR_MIN_PAIRS
@@ -205,7 +272,7 @@ class CrossEncoder(nn.Sequential):
             features: dict[str, Any] = {
                 k: v.to(device, non_blocking=True) for k, v in transformer.collate(encoded, rows).items()
             }
-            logits = self(features)["scores"].float()
+            logits = self._scores(features)
             scores = act(logits)
             if apply_softmax and self.num_labels > 1:
                 scores = torch.softmax(scores, dim=-1)
@@ -217,6 +284,14 @@ class CrossEncoder(nn.Sequential):
             return result
         return result.numpy()
 
+    def _scores(self, features: dict[str, Any]) -> Tensor:
+        """(batch, num_labels) float logits of one padded batch, on the chosen backend."""
+        if self._openvino is not None:
+            features["causal_logits"] = self._openvino(features).unsqueeze(1)
+            features[LOGIT_IDS_KEY] = self._openvino.transformer.score_token_ids
+            return self[-1](features)["scores"].float()
+        return self(features)["scores"].float()
+
     def rank(
         self,
         query: str,
@@ -227,6 +302,8 @@ class CrossEncoder(nn.Sequential):
         batch_size: int = 32,
         activation: Callable[[Tensor], Tensor] | None = None,
         show_progress_bar: bool | None = None,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
     ) -> list[dict[str, Any]]:
         """Documents ordered by their score against `query`, best first (ties keep input order).
 
@@ -247,6 +324,8 @@ class CrossEncoder(nn.Sequential):
             batch_size=batch_size,
             activation=activation,
             show_progress_bar=show_progress_bar,
+            prompt=prompt,
+            prompt_name=prompt_name,
         )
         order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:top_k]
         results = []
@@ -270,8 +349,8 @@ class CrossEncoder(nn.Sequential):
                 "__version__": library_versions(),
                 "model_type": "CrossEncoder",
                 "activation_fn": activation,
-                "prompts": {},
-                "default_prompt_name": None,
+                "prompts": self.prompts,
+                "default_prompt_name": self.default_prompt_name,
             },
         )
         # sentence-transformers 4 and 5 read the activation from config.json.

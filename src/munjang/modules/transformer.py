@@ -27,7 +27,7 @@ from .base import Features, Module, read_json, write_json
 # Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
 _NO_LIMIT = 1_000_000
 
-TASKS = ("feature-extraction", "sequence-classification", "fill-mask")
+TASKS = ("feature-extraction", "sequence-classification", "fill-mask", "text-generation")
 
 
 def pad_batch(
@@ -291,6 +291,7 @@ class Transformer(Module):
         from transformers import (
             AutoConfig,
             AutoModel,
+            AutoModelForCausalLM,
             AutoModelForMaskedLM,
             AutoModelForSequenceClassification,
             AutoTokenizer,
@@ -314,6 +315,7 @@ class Transformer(Module):
         auto_class = {
             "sequence-classification": AutoModelForSequenceClassification,
             "fill-mask": AutoModelForMaskedLM,
+            "text-generation": AutoModelForCausalLM,  # an LLM reranker: modules/causal_lm.py
         }.get(task, AutoModel)
         try:
             config = AutoConfig.from_pretrained(

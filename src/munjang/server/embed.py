@@ -61,8 +61,17 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
     return texts
 
 
-def check_options(request: EmbeddingRequest, encoder: SentenceEncoder) -> None:
-    """400 naming `dimensions` or `prompt_name` when the model cannot honour them."""
+def check_options(
+    request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings | None = None
+) -> None:
+    """400 naming `dimensions`, `prompt_name` or `instruction` when the model cannot honour them."""
+    if request.instruction is not None:
+        if request.prompt_name is not None:
+            raise APIError(400, "send 'instruction' or 'prompt_name', not both", "instruction")
+        limit = settings.max_chars_per_input if settings is not None else None
+        if limit is not None and len(request.instruction) > limit:
+            message = f"'instruction' has {len(request.instruction)} characters, over the limit of {limit}"
+            raise APIError(400, message, "instruction", "input_too_long")
     dim = encoder.get_embedding_dimension()
     if request.dimensions is not None and not 1 <= request.dimensions <= dim:
         raise APIError(400, f"'dimensions' must be between 1 and {dim}", "dimensions")
@@ -74,12 +83,19 @@ def check_options(request: EmbeddingRequest, encoder: SentenceEncoder) -> None:
 
 
 def tokenize_inputs(
-    encoder: SentenceEncoder, texts: list[str], prompt_name: str | None, truncate: bool, single: bool
+    encoder: SentenceEncoder,
+    texts: list[str],
+    prompt_name: str | None,
+    truncate: bool,
+    single: bool,
+    instruction: str | None = None,
 ) -> tuple[dict[str, list[list[int]]], int]:
     """Token ids of `texts` as the model reads them (prompt added, cut at the limit with
     `truncate`) and the prompt's length; with `truncate=False`, 400 naming the first input over
     the model's limit. The ids are counted for `usage` and handed to the model as they are."""
-    encoded, prompt_length = encoder.token_ids(texts, prompt_name=prompt_name, truncate=truncate)
+    encoded, prompt_length = encoder.token_ids(
+        texts, prompt_name=prompt_name, truncate=truncate, prompt=instruction
+    )
     if not truncate:
         for i, ids in enumerate(encoded["input_ids"]):
             if len(ids) > encoder.max_seq_length:
@@ -114,9 +130,11 @@ class PreparedRequest:
 def prepare(request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings) -> PreparedRequest:
     """Check the inputs and options (APIError naming the field) and tokenize them."""
     texts = request_texts(request, encoder, settings)
-    check_options(request, encoder)
+    check_options(request, encoder, settings)
     single = isinstance(request.input, str) or (len(texts) == 1 and isinstance(request.input[0], int))
-    encoded, prompt_length = tokenize_inputs(encoder, texts, request.prompt_name, request.truncate, single)
+    encoded, prompt_length = tokenize_inputs(
+        encoder, texts, request.prompt_name, request.truncate, single, request.instruction
+    )
     options: dict[str, Any] = {
         "prompt_length": prompt_length,
         "truncate_dim": request.dimensions,
@@ -138,8 +156,10 @@ def embed_whole_texts(
     """Texts through a model with no token-id path to batch (CLIP, a static model): checked as any
     request, then encoded whole (truncated at the model's limit; `truncate=false` is refused past it)."""
     texts = request_texts(request, encoder, settings)
-    check_options(request, encoder)
-    prompt = encoder.prompts.get(request.prompt_name or encoder.default_prompt_name or "", "")
+    check_options(request, encoder, settings)
+    prompt = request.instruction
+    if prompt is None:
+        prompt = encoder.prompts.get(request.prompt_name or encoder.default_prompt_name or "", "")
     lengths = whole_text_lengths(encoder, [prompt + t for t in texts])
     if not request.truncate and max(lengths) > encoder.max_seq_length:
         i = max(range(len(lengths)), key=lengths.__getitem__)
@@ -148,6 +168,7 @@ def embed_whole_texts(
     vectors = encoder.encode(
         texts,
         prompt_name=request.prompt_name,
+        prompt=request.instruction,
         truncate_dim=request.dimensions,
         normalize_embeddings=request.dimensions is not None and encoder.normalizes,
     )

@@ -7,7 +7,9 @@
 - `dimensions`: keep the first N dimensions (Matryoshka), then re-normalize to unit length when the
   model itself normalizes, so cosine and dot product stay equal.
 - munjang extras: `truncate` (False: an input over the model's token limit is an error instead of
-  being cut) and `prompt_name` (one of the model's prompts, e.g. e5's "query" / "passage").
+  being cut), `prompt_name` (one of the model's prompts, e.g. e5's "query" / "passage") and
+  `instruction` (text read before each input, sentence-transformers' `prompt=`: a decoder embedder's
+  task, e.g. Qwen3-Embedding's "Instruct: ...\nQuery: "; counted in `usage`, bounded as inputs are).
 - `model` may be left out: the server's default (first) model answers.
 """
 
@@ -32,6 +34,9 @@ class EmbeddingRequest(BaseModel):
     user: StrictStr | None = None
     truncate: StrictBool = Field(default=True, description="Cut inputs at the model's token limit.")
     prompt_name: StrictStr | None = Field(default=None, description="One of the model's prompts.")
+    instruction: StrictStr | None = Field(
+        default=None, description="Text read before each input (in place of a prompt_name)."
+    )
 
 
 class Embedding(BaseModel):

@@ -63,6 +63,9 @@ class RerankRequest(BaseModel):
     top_n: StrictInt | None = Field(default=None, description="Keep the best N (default: all).")
     return_documents: StrictBool = False
     model: StrictStr | None = None
+    instruction: StrictStr | None = Field(
+        default=None, description="The reranker's task (an LLM reranker reads it as its system prompt)."
+    )
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -124,14 +127,20 @@ RERANK_STEP = 32
 
 
 def rerank_hits(
-    cross: CrossEncoder, query: str, docs: list[str], top_n: int | None, token: CancelToken
+    cross: CrossEncoder,
+    query: str,
+    docs: list[str],
+    top_n: int | None,
+    token: CancelToken,
+    prompt: str | None = None,
 ) -> list[dict[str, Any]]:
     """`cross.rank` over `docs` in steps of RERANK_STEP, stopping when `token` is cancelled: the same
     scores and order (best first, ties in input order)."""
     scores = np.zeros(len(docs), dtype=np.float64)
     for start in range(0, len(docs), RERANK_STEP):
         token.check()
-        for hit in cross.rank(query, docs[start : start + RERANK_STEP], show_progress_bar=False):
+        chunk = docs[start : start + RERANK_STEP]
+        for hit in cross.rank(query, chunk, show_progress_bar=False, prompt=prompt):
             scores[start + hit["corpus_id"]] = hit["score"]
     order = np.argsort(-scores, kind="stable")[:top_n]
     return [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
@@ -236,9 +245,12 @@ def add_text_routes(
         non_empty(docs, param, settings)
         if parsed.top_n is not None and parsed.top_n < 1:
             raise APIError(400, "'top_n' must be at least 1", "top_n")
+        if parsed.instruction is not None:
+            non_empty_text(parsed.instruction, "instruction", settings)
         cross = settings.rerankers[name]
         hits = await gate.run(
-            lambda token: rerank_hits(cross, parsed.query, docs, parsed.top_n, token), request
+            lambda token: rerank_hits(cross, parsed.query, docs, parsed.top_n, token, parsed.instruction),
+            request,
         )
         results = []
         for hit in hits:
