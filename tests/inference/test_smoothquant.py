@@ -84,10 +84,9 @@ def test_openvino_int8_graph_is_smoothed_and_closer_to_fp32(transformer, fp32, t
     path = onnx_artifact(transformer, None, "int8-weights")
     manifest = json.loads(manifest_path(path).read_text(encoding="utf-8"))
     assert manifest["recipe"] == smoothquant.RECIPE
-    assert (
-        manifest["smoothquant"]["matmul_inputs"] == 24
-        and manifest["smoothquant"]["calibration_sentences"] == len(smoothquant.calibration_texts())
-    )
+    assert manifest["smoothquant"]["matmul_inputs"] == 24 and manifest["smoothquant"][
+        "calibration_sentences"
+    ] == len(smoothquant.calibration_texts())
     plain = tmp_path / "plain-int8.onnx"
     assert quantize_int8_weights(transformer, fp32, plain, smooth=False)["smoothquant"] is None
 
