@@ -159,8 +159,8 @@ def serve(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from .cross_encoder import load_cross_encoder
-    from .encode_pool import release_memory
     from .encoder import load_encoder
+    from .inference.memory import release_freed_memory as release_memory
     from .models import DEFAULT_SERVE_MODELS
     from .server import ServerSettings, create_app
     from .server.backend_choice import BackgroundChoice

@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .inference.hardware import usable_cores
+from .inference.memory import release_freed_memory as release_memory
 
 _WORKER: dict[str, Any] = {}
 
@@ -88,23 +89,6 @@ def _encode_tokenized(encoded: dict[str, list[list[int]]], kwargs: dict[str, Any
     out = np.asarray(_WORKER["encoder"].encode_tokenized(encoded, **kwargs), dtype=np.float32)
     release_memory()
     return out
-
-
-def release_memory() -> None:
-    """Hand freed heap pages back to the system (glibc's malloc_trim). Batches of ever new shapes
-    leave the heap fragmented, so without it a model process grows with every burst of traffic
-    and never shrinks; with it, its size follows the work in flight. No-op off glibc."""
-    trim: Any = _WORKER.get("malloc_trim")
-    if trim is None:
-        try:
-            import ctypes
-
-            trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            trim = False
-        _WORKER["malloc_trim"] = trim
-    if trim:
-        trim(0)
 
 
 def _switch(backend: str, precision: str) -> None:

@@ -23,9 +23,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..encode_pool import PARENT_POLL_S, EncoderProcess, release_memory
+from ..encode_pool import PARENT_POLL_S, EncoderProcess
 from ..encoder import SentenceEncoder
 from ..encoder_backend import AUTO
+from ..inference.memory import release_freed_memory as release_memory
 from ..modules import Transformer
 
 logger = logging.getLogger("munjang.server")

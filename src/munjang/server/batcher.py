@@ -29,6 +29,7 @@ import numpy as np
 
 from ..encoder import SentenceEncoder
 from ..errors import MunjangError
+from ..inference.memory import release_freed_memory
 
 
 class QueueFullError(MunjangError):
@@ -232,6 +233,10 @@ class DynamicBatcher:
                     self._cond.notify()
             if chosen:
                 self._encode(chosen, compute)
+                with self._cond:
+                    idle = not self._pending()
+                if idle:  # a burst is over: give its freed pages back (see inference/memory.py)
+                    release_freed_memory()
 
     def _encode(self, chosen: list[tuple[_Job, int, int]], compute: Callable[..., np.ndarray]) -> None:
         merged: dict[str, list[list[int]]] = {
