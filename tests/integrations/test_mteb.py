@@ -143,6 +143,8 @@ def test_munjang_eval_mteb_runs_local_tasks(
             f"from tests.integrations.test_mteb import {name}\nclass Local({name}):\n    pass\n",
             encoding="utf-8",
         )
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):  # --offline sets them: undone after the test
+        monkeypatch.setenv(name, "")
     code, out, err = run_cli(["eval", "mteb", "-m", str(emb), "--tasks-file", str(tasks), "--json",
                               "--offline", "--device", "cpu"], capsys, monkeypatch)  # fmt: skip
     assert code == 0, err
