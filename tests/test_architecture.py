@@ -28,7 +28,7 @@ LAYERS = [
     "multi_vector",
     "losses", "data", "search.exact", "evaluation", "cross_encoder", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
-    "cli_options", "cli_models", "cli_index", "cli_apps", "cli_topics",
+    "cli_options", "cli_models", "cli_index_text", "cli_index", "cli_apps", "cli_topics",
     "cli_serve", "cli_train", "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
 ]  # fmt: skip
 
@@ -68,7 +68,7 @@ STORAGE = {
     f"munjang.search.{m}"
     for m in (
         "storage", "store", "folder_backend", "postgres_backend", "postgres_store", "postgres_dense",
-        "live_index",
+        "live_index", "disk_faults",
     )
 }  # fmt: skip
 

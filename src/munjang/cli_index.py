@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .cli_index_text import SCORE_LEGEND, resume_or_refuse, snippet, stage_scores, stopped
 from .cli_options import BatchOption, DeviceOption, FieldOption, JsonLinesOption, ModelOption
 from .ingest import MAX_BYTES, SUFFIXES
 
@@ -220,7 +221,7 @@ def add(
     texts, metadata = [r.text for r in records], [r.metadata for r in records]
     with _open(folder, backend, device) as col:
         if conflict == "error":
-            conflict = _resume_or_refuse(col, ids, texts, metadata)
+            conflict = resume_or_refuse(col, ids, texts, metadata)
         try:
             result = col.add(
                 ids,
@@ -232,40 +233,13 @@ def add(
                 show_progress_bar=True,
             )
         except KeyboardInterrupt:
-            typer.echo(_stopped(len(col), col.location), err=True)
+            typer.echo(stopped(len(col), col.location), err=True)
             raise
         total = len(col)
     typer.echo(
         f"added {result.added}, updated {result.updated}, skipped {result.skipped} "
         f"(encoded {result.encoded}, the rest from the cache); {total} documents in {col.location}"
     )
-
-
-def _stopped(count: int, location: str) -> str:
-    """What an interrupted add says (Ctrl-C): what is stored, and how to go on."""
-    return (
-        f"stopped: {count} documents are stored in {location} (every finished batch is kept); "
-        "run the same command again to resume"
-    )
-
-
-def _resume_or_refuse(col: Any, ids: list[str], texts: list[str], metadata: list[Any]) -> str:
-    """ "skip" when every id already stored holds the same text and metadata (a rerun of an
-    interrupted add resumes it), else a CollectionError naming the changed ids and the options."""
-    from .search import CollectionError
-
-    changed = [
-        doc_id
-        for doc_id, found, text, meta in zip(ids, col.get(ids), texts, metadata, strict=True)
-        if found is not None and (found.text != text or found.metadata != (meta or {}))
-    ]
-    if changed:
-        shown = ", ".join(repr(i) for i in changed[:5])
-        raise CollectionError(
-            f"{len(changed)} ids are stored with other text or metadata ({shown}); "
-            "--upsert replaces them, --skip-existing keeps them"
-        )
-    return "skip"
 
 
 # Document files: read and added this many at a time (fewer when their text passes FILE_BATCH_CHARS), so an
@@ -400,7 +374,7 @@ def _add_files(
                 f"{'' if finished else ' before stopping'}; {len(col)} documents in {col.location}"
             )
             if interrupted:
-                typer.echo(_stopped(len(col), col.location), err=True)
+                typer.echo(stopped(len(col), col.location), err=True)
     if failed:
         raise typer.Exit(1)
 
@@ -576,34 +550,10 @@ def search(
         for rank, h in enumerate(hits, 1):
             where = f" passage {h.chunk + 1}" if h.partial else ""
             typer.echo(
-                f"  {rank:>3}. {h.score:.4f}{_stage_scores(h.scores)}  [{h.id}{where}] {_snippet(h.text)}"
+                f"  {rank:>3}. {h.score:.4f}{stage_scores(h.scores)}  [{h.id}{where}] {snippet(h.text)}"
             )
     if not as_json and any(results):
         typer.echo(SCORE_LEGEND.get("hybrid" if hybrid else mode, "(score: higher is better)"))
-
-
-SCORE_LEGEND = {
-    "dense": "(score: cosine similarity of meaning, at most 1)",
-    "lexical": "(score: BM25 over the query's words; higher is better, no upper bound)",
-    "hybrid": "(score: the fused score, higher is better; beside it dense: cosine similarity, lexical: BM25)",
-}
-
-
-SNIPPET_CHARS = 120
-
-
-def _snippet(text: str) -> str:
-    """A hit's text on one line: white space folded, cut at SNIPPET_CHARS with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1].rstrip() + "…"
-
-
-def _stage_scores(scores: dict[str, float]) -> str:
-    """Each retriever's own score beside a fused one (`  (dense 0.812, lexical 11.94)`)."""
-    stages = {name: value for name, value in scores.items() if name != "fused"}
-    if len(stages) < 2:
-        return ""
-    return "  (" + ", ".join(f"{name} {value:.3f}" for name, value in stages.items()) + ")"
 
 
 @index_app.command("delete")

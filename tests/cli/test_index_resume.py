@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from munjang.cli_index import SNIPPET_CHARS, _snippet
+from munjang.cli_index_text import SNIPPET_CHARS, snippet
 from munjang.search.collection import Collection
 from tests.helpers.cli import run_cli
 
@@ -87,7 +87,7 @@ def test_search_prints_one_line_per_hit_with_each_retrievers_score(
     assert len(hits) == 4
     assert all("(dense " in line and "lexical " in line and len(line) < 220 for line in hits)
     assert "BM25" in out and not any("fused" in line for line in hits)
-    assert _snippet("첫 줄\n둘째 줄  " + "가" * 300) == "첫 줄 둘째 줄 " + "가" * (SNIPPET_CHARS - 10) + "…"
+    assert snippet("첫 줄\n둘째 줄  " + "가" * 300) == "첫 줄 둘째 줄 " + "가" * (SNIPPET_CHARS - 10) + "…"
     code, out, err = run_cli(["index", "search", str(collection), "-q", "고양이 소파"], capsys, monkeypatch)
     assert code == 0 and "cosine similarity" in out
 

@@ -6,6 +6,7 @@ Everything below `Collection` works on arrays and token lists and knows nothing 
 
 from .ann import HNSWIndex, IndexFileError
 from .collection import AddResult, Collection
+from .disk_faults import CollectionError, ReadOnlyError, StorageFullError
 from .exact import ExactIndex, Hit, semantic_search, top_k_exact
 from .filters import compile_filter
 from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
@@ -15,7 +16,7 @@ from .quantization import hamming_distances, quantize_embeddings
 from .quantized_index import BinaryIndex, Int8Index
 from .rerank import RerankHit, RetrieveAndRerank
 from .results import SearchHit
-from .store import CollectionError, Document, ReadOnlyError, StorageFullError
+from .store import Document
 from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
 
 __all__ = [

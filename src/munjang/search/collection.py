@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from .collection_encoding import CollectionEncoding
 from .collection_search import CollectionSearch
+from .disk_faults import ReadOnlyError
 from .exact import ExactIndex
 from .filters import compile_filter
 from .image_files import document_input, image_documents, input_key
@@ -44,7 +45,7 @@ from .results import AddResult
 from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
 from .sections import Section, outline_of
 from .storage import Backend, Store, collection_names, is_storage_error, open_backend
-from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, ReadOnlyError, text_hash
+from .store import SCHEMA_VERSION, CollectionError, Document, NewRow, text_hash
 
 CONFLICTS = ("error", "skip", "upsert")
 # The configuration `info()` reports as it is stored.

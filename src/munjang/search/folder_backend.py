@@ -20,8 +20,9 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from .disk_faults import CollectionError, storage_fault, writable_media
 from .live_index import DenseIndex
-from .store import CollectionError, DocumentStore, storage_fault, writable_media
+from .store import DocumentStore
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
