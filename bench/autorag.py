@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import munjang
 from common import print_environment, shared_data_dir, write_result
 from munjang.evaluation.retrieval import evaluate_rankings
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 
 MODEL = "multilingual-e5-small"
 EXACT = ("torch", "fp32")

@@ -46,7 +46,7 @@ from common import print_environment, write_result
 from munjang.data.example import Example
 from munjang.losses import MultipleNegativesRankingLoss
 from munjang.paths import cache_root
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from munjang.training import Trainer, TrainingArguments
 from munjang.training.adaptation import adapt, corpus_sentences
 

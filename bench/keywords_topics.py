@@ -72,7 +72,7 @@ def load_docs(n_keyword: int, n_topic: int) -> tuple[list[str], list[str], list[
 
 def carries_ending(phrase: str) -> bool:
     """Whether Kiwi reads the last morpheme of a keyword as a particle (J*) or an ending (E*)."""
-    from munjang.search.tokenizers import shared_kiwi
+    from munjang.search.index.tokenizers import shared_kiwi
 
     tokens = shared_kiwi().tokenize(phrase)
     return bool(tokens) and str(tokens[-1].tag)[0] in "JE"

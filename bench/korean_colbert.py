@@ -66,7 +66,7 @@ def with_hard_negatives(pairs: list[tuple[str, str]], skip: int) -> list[tuple[s
     """(query, premise, hard negative): the negative is the Kiwi-BM25 hit at rank `skip` among the other
     premises for the query (the very top hits are left out: near-duplicates of the positive are likely
     there). Cached in the bench folder; mining takes a minute."""
-    from munjang.search.lexical import BM25Index
+    from munjang.search.index.bm25 import BM25Index
 
     path = cache_root() / "bench" / f"klue-nli-bm25-negatives-skip{skip}.json"
     if path.exists():
@@ -210,7 +210,7 @@ def dense_candidates(name: str, limit: int) -> dict[str, Any]:
 def dense_exact(name: str, ids: list[str], texts: list[str], cand: dict[str, Any]) -> dict[str, list[str]]:
     """e5-small dense top 100 over the sub-corpus itself (cosine, its query / passage prompts)."""
     import munjang
-    from munjang.search.exact import top_k_exact
+    from munjang.search.index.exact import top_k_exact
 
     path = model_dir() / f"dense-{name}-{len(ids)}-{len(cand['qids'])}.npz"
     if path.exists():
@@ -271,7 +271,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from munjang.evaluation.retrieval import evaluate_rankings_per_query
     from munjang.multi_vector import load_multi_vector_encoder
     from munjang.multi_vector.flat import brute_force_top_k
-    from munjang.search.plaid import PlaidIndex
+    from munjang.search.index.plaid import PlaidIndex
 
     torch.set_num_threads(args.threads)
     env = print_environment()

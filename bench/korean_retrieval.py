@@ -23,7 +23,7 @@ Sets (all from the shared data; nothing is copied into the repository):
 Each set goes into a munjang Collection (multilingual-e5-small with its default prompts, "query: " and
 "passage: ", which is what users get); every query's dense top 100 and BM25 top 100 are retrieved once
 and cached (keyed by set, model, query sample). The fusions are then evaluated offline with
-munjang.search.hybrid.fuse, the function Collection.search calls; the script asserts on --check-set
+munjang.search.index.fusion.fuse, the function Collection.search calls; the script asserts on --check-set
 that col.search(mode="hybrid", ...) returns the same rankings (queries in the same 256-query chunks: the
 encoder pads per batch, which moves dense scores in their last digits and can swap near-ties).
 
@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import print_environment, shared_data_dir, write_result
 from munjang.data import STSData, sts_retrieval_set
 from munjang.evaluation.retrieval import evaluate_rankings_per_query
-from munjang.search.hybrid import fuse
+from munjang.search.index.fusion import fuse
 
 KOREAN = ("autorag", "chatbot", "parakqc", "question-pair", "korsts")
 SETS = (*KOREAN, "stsb")
@@ -263,7 +263,7 @@ def _batched_search(col: Any, texts: list[str], label: str, **options: Any) -> l
 
 def build_candidates(name: str, data: RetrievalSet, model: str, folder: Path, state: dict[str, Any]) -> dict:
     """Index the corpus in a Collection under `folder`, retrieve dense and BM25 top 100 for each query."""
-    from munjang.search.collection import Collection
+    from munjang.search.collection.collection import Collection
 
     encoder = _open_encoder(state, model)
     shutil.rmtree(folder, ignore_errors=True)
@@ -375,7 +375,7 @@ def autorag_recall(cand: dict, rankings: list[list[str]], k: int) -> float:
 
 def check_collection(cand: dict, folder: Path, model: str, grid: dict[str, Setting], state: dict) -> dict:
     """Assert that Collection.search(mode="hybrid", ...) ranks exactly as the offline fusion."""
-    from munjang.search.collection import Collection
+    from munjang.search.collection.collection import Collection
 
     encoder = _open_encoder(state, model)
     qids = cand["qids"]

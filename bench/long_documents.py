@@ -28,7 +28,7 @@ import munjang
 from autorag import CHUNKINGS, MODEL
 from common import print_environment, shared_data_dir, write_result
 from munjang.evaluation.retrieval import evaluate_rankings
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 
 SECTIONS_PER_PAGE = 3
 SETTINGS = ("default", "default-64", "default-256", "window", "128", "whole")

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import print_environment, write_result
 from munjang.evaluation.retrieval import evaluate_rankings_per_query
 from munjang.paths import cache_root
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 
 DENSE = "multilingual-e5-small"
 

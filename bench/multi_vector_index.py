@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
 from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
-from munjang.search.muvera import MuveraIndex
-from munjang.search.plaid import PlaidIndex
+from munjang.search.index.muvera import MuveraIndex
+from munjang.search.index.plaid import PlaidIndex
 
 
 def unit(x: np.ndarray) -> np.ndarray:

@@ -31,8 +31,8 @@ import munjang
 from autorag import KS, MODEL, autorag_recall, load_autorag
 from common import print_environment, write_result
 from munjang.ingest import read_file
-from munjang.search.collection import Collection
-from munjang.search.sections import page_at
+from munjang.search.collection.collection import Collection
+from munjang.search.collection.sections import page_at
 
 WRITERS = {"hwpx": office_files.hwpx, "docx": office_files.docx}
 

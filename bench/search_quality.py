@@ -31,8 +31,8 @@ import munjang
 from common import print_environment, shared_data_dir, write_result
 from munjang.data import sts_retrieval_set
 from munjang.evaluation.retrieval import evaluate_rankings
-from munjang.search.collection import Collection
-from munjang.search.hybrid import fuse
+from munjang.search.collection.collection import Collection
+from munjang.search.index.fusion import fuse
 
 SETS = {
     "korsts": ("korsts/sts-test.tsv", "ko"),

@@ -6,7 +6,7 @@ separately from the same distribution:
 
 - exact top-10: munjang.search.semantic_search (torch, chunked; dot and cosine) and a plain numpy
   matmul + argpartition, latency per query at batch 1 and batch 100;
-- HNSW (munjang.search.ann.HNSWIndex, usearch): build time, memory, latency at batch 1 and 100 and
+- HNSW (munjang.search.index.ann.HNSWIndex, usearch): build time, memory, latency at batch 1 and 100 and
   recall@10 against exact search at several expansion_search values; the smallest one reaching the
   target recall (0.98) is reported as the setting to use;
 - binary (BinaryIndex, 48 B/vector) and int8 (Int8Index, 384 B/vector): memory, latency and recall@10
@@ -245,7 +245,7 @@ def measure_exact(
 def measure_hnsw(
     args: argparse.Namespace, corpus: np.ndarray, queries: np.ndarray, truth: np.ndarray
 ) -> dict:
-    from munjang.search.ann import HNSWIndex
+    from munjang.search.index.ann import HNSWIndex
 
     n = len(corpus)
     index = HNSWIndex(
@@ -297,7 +297,7 @@ def measure_hnsw(
 def measure_quantized(
     args: argparse.Namespace, kind: str, corpus: np.ndarray, queries: np.ndarray, truth: np.ndarray
 ) -> dict:
-    from munjang.search.quantized_index import BinaryIndex, Int8Index
+    from munjang.search.index.quantized_index import BinaryIndex, Int8Index
 
     n = len(corpus)
     start = time.perf_counter()

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from common import print_environment, rss_bytes, write_result
-from munjang.search.sparse_index import SparseIndex, rows_to_csr
+from munjang.search.index.sparse_index import SparseIndex, rows_to_csr
 
 VOCAB = 30_522
 

@@ -4,11 +4,11 @@ each single retriever, with the same worst-case-loss and leave-one-set-out summa
 
 ColBERT candidates are computed offline, as a collection computes them: the model's document side over
 the corpus (documents whole, as the dense and BM25 candidates), stored as float16 in the collection's
-token index (`munjang.search.token_index.TokenIndex`, exact MaxSim at these sizes), queries through the
+token index (`munjang.search.index.token_index.TokenIndex`, exact MaxSim at these sizes), queries through the
 model's query side. They are cached beside the dense and BM25 candidates, keyed by the model's folder
 and its weights' size and modification time.
 
-The fusions (`munjang.search.hybrid.fuse`, the function Collection.search calls) cover the simplex of
+The fusions (`munjang.search.index.fusion.fuse`, the function Collection.search calls) cover the simplex of
 (dense, BM25, ColBERT) weights in steps of 0.25 with at least two retrievers, and equal thirds, for
 weighted z-score, weighted min-max and RRF (k = 60). A setting with a zero weight fuses only the lists
 it weighs. "zscore 1/3 each" is what Collection.search(mode="hybrid") does for a collection holding the
@@ -41,7 +41,7 @@ from korean_retrieval import (
     per_query,
     select,
 )
-from munjang.search.hybrid import fuse
+from munjang.search.index.fusion import fuse
 
 SOURCES = ("dense", "bm25", "colbert")  # the order of a setting's weights (Collection: dense, lexical, mv)
 CACHE_VERSION = 1
@@ -123,7 +123,7 @@ def colbert_candidates(
     name: str, cand: dict, model: str, cache: Path, state: dict[str, Any], rebuild: bool, key: str
 ) -> dict:
     """{"colbert": top DEPTH (id, score) per query of cand["qids"], "seconds": ...}, cached."""
-    from munjang.search.token_index import TokenIndex
+    from munjang.search.index.token_index import TokenIndex
 
     path = cache / f"{key}-colbert-{model_stamp(model)}-v{CACHE_VERSION}.json.gz"
     if path.exists() and not rebuild:
@@ -190,7 +190,7 @@ def check_collection3(
     """Build a collection with dense, BM25 and ColBERT over the set; assert that its default hybrid
     search ranks exactly as the offline DEFAULT3 fusion of its own three lists, and report how its
     ColBERT lists agree with the offline ColBERT candidates."""
-    from munjang.search.collection import Collection
+    from munjang.search.collection.collection import Collection
 
     folder = cache / f"{key}-colbert-{model_stamp(model)}.collection"
     shutil.rmtree(folder, ignore_errors=True)

@@ -544,7 +544,7 @@ def main() -> None:
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)
     except Exception as e:  # a collection's database server refused or went away
-        from .search.collection import Collection
+        from .search.collection.collection import Collection
 
         if not Collection.is_storage_error(e) or os.environ.get("MUNJANG_DEBUG"):
             raise

@@ -31,7 +31,7 @@ BackendOption = Annotated[
 
 
 def _open(folder: Path, backend: str | None, device: str | None = None, readonly: bool = False) -> Any:
-    from .search.collection import Collection
+    from .search.collection.collection import Collection
 
     return Collection.open(_where(folder, backend), backend=backend, device=device, readonly=readonly)
 
@@ -95,7 +95,7 @@ def create(
     device: DeviceOption = None,
 ) -> None:
     """Create an empty collection bound to an embedding model."""
-    from .search.collection import Collection
+    from .search.collection.collection import Collection
 
     hnsw = (
         {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
@@ -508,7 +508,7 @@ def search(
     as_json: JsonLinesOption = False,
 ) -> None:
     """Search a collection by meaning, by words, or both; filter by metadata; rerank."""
-    from .search.filters import parse_filter_args
+    from .search.storage.filters import parse_filter_args
 
     spec = parse_filter_args(filters or [])
     if not query and not image:

@@ -102,7 +102,7 @@ def demo_collection(
     which `encoder` may pass already loaded. A folder left broken by an interrupted build, or built
     with another model, is built again."""
     from .search import Collection, CollectionError
-    from .search.inputs import model_key
+    from .search.collection.inputs import model_key
 
     target = Path(folder)
     docs = demo_documents()

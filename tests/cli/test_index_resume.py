@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from munjang.cli_index_text import SNIPPET_CHARS, snippet
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from tests.helpers.cli import run_cli
 
 TEXTS = [f"문서 {i}: 고양이가 소파에서 잔다.\n둘째 줄 {i}." for i in range(12)]

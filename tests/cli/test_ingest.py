@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from tests.helpers.cli import run_cli
 from tests.helpers.files import KOREAN, blank_pdf, text_pdf, write
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from munjang.search.collection import Collection
-from munjang.search.sections import describe, location
+from munjang.search.collection.collection import Collection
+from munjang.search.collection.sections import describe, location
 from tests.helpers import office_files as office
 from tests.helpers.cli import run_cli
 from tests.helpers.files import write

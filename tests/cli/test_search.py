@@ -142,7 +142,7 @@ def test_eval_retrieval(tmp_path: Path, data_dir: Path, capsys, monkeypatch) -> 
 
 
 def test_index_create_passage_settings(tmp_path: Path, capsys, monkeypatch) -> None:
-    from munjang.search.collection import Collection
+    from munjang.search.collection.collection import Collection
 
     plain, alone = str(tmp_path / "plain"), str(tmp_path / "alone")
     assert run_cli(["index", "create", plain], capsys, monkeypatch)[0] == 0

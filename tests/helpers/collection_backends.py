@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 
 _counter = itertools.count()
 

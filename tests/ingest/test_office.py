@@ -13,8 +13,8 @@ import pytest
 
 from munjang.ingest import ReadError, read_file
 from munjang.ingest.sniff import sniff
-from munjang.search.passages import ChunkingConfig, PassagePlanner
-from munjang.search.sections import describe, location, outline_of
+from munjang.search.collection.passages import ChunkingConfig, PassagePlanner
+from munjang.search.collection.sections import describe, location, outline_of
 from tests.helpers import office_files as office
 from tests.helpers.files import write
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.search.ann import HNSWIndex, IndexFileError
+from munjang.search.index.ann import HNSWIndex, IndexFileError
 from tests.helpers.vectors import clustered, exact, recall
 
 

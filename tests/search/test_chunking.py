@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from munjang.search import chunking
-from munjang.search.chunking import Chunk, Chunker, split_sentences, token_counter
-from munjang.search.tokenizers import shared_kiwi
+from munjang.search.collection import chunking
+from munjang.search.collection.chunking import Chunk, Chunker, split_sentences, token_counter
+from munjang.search.index.tokenizers import shared_kiwi
 from tests.helpers.paths import shared_dir
 
 

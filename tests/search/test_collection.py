@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from munjang import load_cross_encoder
-from munjang.search.collection import Collection
-from munjang.search.exact import top_k_exact
-from munjang.search.hybrid import normalize_scores
-from munjang.search.store import CollectionError
+from munjang.search.collection.collection import Collection
+from munjang.search.index.exact import top_k_exact
+from munjang.search.index.fusion import normalize_scores
+from munjang.search.storage.base import CollectionError
 from tests.helpers.collection_backends import Backend
 from tests.helpers.training import tiny_bert
 

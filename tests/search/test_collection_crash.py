@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from munjang.multi_vector import maxsim
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from tests.helpers.multi_vector import st_multi_vector
 from tests.helpers.paths import SCRIPTS
 from tests.helpers.sparse import munjang_splade

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.search.collection import Collection
-from munjang.search.passages import ChunkingConfig
+from munjang.search.collection.collection import Collection
+from munjang.search.collection.passages import ChunkingConfig
 from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES, numbered
 
@@ -35,7 +35,7 @@ def _passages(col: Collection, doc_id: str) -> list:
 
 
 def col_filter(col: Collection, spec: dict) -> tuple[str, list]:
-    from munjang.search.filters import compile_filter
+    from munjang.search.storage.filters import compile_filter
 
     return compile_filter(spec or None, dialect=col.store.dialect)
 
@@ -93,7 +93,7 @@ def test_delete_and_upsert_act_on_whole_documents(backend: Backend, encoder) -> 
 
 
 def test_bm25_counts_a_window_once_however_many_passages_share_it(backend: Backend, encoder) -> None:
-    from munjang.search.lexical import BM25Index
+    from munjang.search.index.bm25 import BM25Index
 
     page = " ".join(SENTENCES[:4])  # one window, several 32-token passages reading it
     with backend.create("docs", encoder=encoder, chunking={"max_tokens": 32, "overlap_tokens": 0}) as col:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from munjang.search import lexical
-from munjang.search.collection import Collection
+from munjang.search.index import bm25
+from munjang.search.collection.collection import Collection
 
 
 @pytest.mark.parametrize("kind", ["embedded", "postgres"])
@@ -26,14 +26,14 @@ def test_a_search_never_waits_for_the_bm25_rebuild(kind, encoder, tmp_path: Path
     assert [h.id for h in reader.search("apples", mode="lexical")] == ["a"]  # first build: in line
 
     release, started = threading.Event(), threading.Event()
-    build = lexical.BM25Index.index_tokens
+    build = bm25.BM25Index.index_tokens
 
     def held_build(self, tokens):
         started.set()
         assert release.wait(30), "the test never released the rebuild"
         return build(self, tokens)
 
-    monkeypatch.setattr(lexical.BM25Index, "index_tokens", held_build)
+    monkeypatch.setattr(bm25.BM25Index, "index_tokens", held_build)
     writer.add(["b"], ["bananas and apples"])
     writer.delete(["a"])
     # The rebuild is held, yet the search answers, from the index as it was: "a" is gone from the
@@ -61,7 +61,7 @@ def test_a_reader_sees_each_commit_at_its_next_search_without_a_rebuild(
     def no_rebuild(self, tokens):
         raise AssertionError("BM25 was rebuilt")
 
-    monkeypatch.setattr(lexical.BM25Index, "index_tokens", no_rebuild)
+    monkeypatch.setattr(bm25.BM25Index, "index_tokens", no_rebuild)
     before = reader.store.tokens
     read: list[int] = []
     monkeypatch.setattr(reader.store, "tokens", lambda after=0: read.append(after) or before(after))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from munjang import ModelLoadError, load_sparse_encoder
-from munjang.search.collection import Collection
-from munjang.search.hybrid import normalize_scores
+from munjang.search.collection.collection import Collection
+from munjang.search.index.fusion import normalize_scores
 from tests.helpers.sparse import munjang_splade
 
 DOCS = {

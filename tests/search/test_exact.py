@@ -8,7 +8,7 @@ import torch
 from sentence_transformers import util
 
 from munjang.search import semantic_search
-from munjang.search.exact import top_k_exact
+from munjang.search.index.exact import top_k_exact
 
 
 @pytest.mark.parametrize("chunk", [7, 100_000])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from munjang.search.hybrid import fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
+from munjang.search.index.fusion import fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
 
 DENSE = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
 LEXICAL = [("c", 12.0), ("d", 7.0), ("a", 2.0)]

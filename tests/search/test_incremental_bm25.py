@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from munjang.search import BM25Index, Collection
-from munjang.search.incremental_bm25 import IncrementalBM25
+from munjang.search.index.incremental_bm25 import IncrementalBM25
 
 WORDS = [f"w{i}" for i in range(60)] + ["고양이", "시장", "주식", "강아지", "소파", "잔다", "급락"]
 

@@ -26,8 +26,8 @@ import pytest
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
 from munjang.errors import DataFormatError
-from munjang.search.lexical import CONFIG_NAME, METHODS, BM25Index, LexicalHit
-from munjang.search.tokenizers import (
+from munjang.search.index.bm25 import CONFIG_NAME, METHODS, BM25Index, LexicalHit
+from munjang.search.index.tokenizers import (
     AutoTokenizer,
     KiwiTokenizer,
     Tokenizer,

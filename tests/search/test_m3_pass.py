@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from munjang.m3_encoder import DEFAULT_WEIGHTS, M3Output, combined_scores, load_m3_encoder
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from tests.helpers.m3 import tiny_m3
 
 DOCS = {

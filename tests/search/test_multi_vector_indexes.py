@@ -7,8 +7,8 @@ import pytest
 
 from munjang.multi_vector import maxsim
 from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
-from munjang.search.muvera import FixedDimensionalEncoder, MuveraIndex
-from munjang.search.plaid import PlaidIndex
+from munjang.search.index.muvera import FixedDimensionalEncoder, MuveraIndex
+from munjang.search.index.plaid import PlaidIndex
 
 
 def unit(x: np.ndarray) -> np.ndarray:

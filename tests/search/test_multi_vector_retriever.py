@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from munjang.multi_vector import load_multi_vector_encoder, maxsim
-from munjang.search.collection import Collection
-from munjang.search.hybrid import normalize_scores
+from munjang.search.collection.collection import Collection
+from munjang.search.index.fusion import normalize_scores
 from tests.helpers.multi_vector import st_multi_vector
 
 DOCS = {

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from munjang.search.chunking import token_counter
-from munjang.search.passages import CHUNKING_DEFAULTS, ChunkingConfig, PassagePlanner
+from munjang.search.collection.chunking import token_counter
+from munjang.search.collection.passages import CHUNKING_DEFAULTS, ChunkingConfig, PassagePlanner
 from tests.helpers.documents import SENTENCES, numbered
 
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 from sentence_transformers.util.quantization import quantize_embeddings as st_quantize_embeddings
 
-from munjang.search.ann import IndexFileError
-from munjang.search.quantization import _popcount_lut, hamming_distances, quantize_embeddings
-from munjang.search.quantized_index import BinaryIndex, Int8Index
+from munjang.search.index.ann import IndexFileError
+from munjang.search.index.quantization import _popcount_lut, hamming_distances, quantize_embeddings
+from munjang.search.index.quantized_index import BinaryIndex, Int8Index
 from tests.helpers.vectors import clustered, exact, recall
 
 
@@ -73,7 +73,7 @@ def test_quantize_errors(caplog: pytest.LogCaptureFixture) -> None:
         quantize_embeddings(np.ones((1, 4)), "int8")
     with pytest.raises(ValueError, match="must be float"):
         quantize_embeddings(np.ones((3, 4), dtype=np.int8), "binary")
-    with caplog.at_level(logging.WARNING, logger="munjang.search.quantization"):
+    with caplog.at_level(logging.WARNING, logger="munjang.search.index.quantization"):
         quantize_embeddings(np.random.default_rng(0).standard_normal((10, 4)), "int8")
     assert "only 10 embeddings" in caplog.text
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from munjang.search import sparse_index
-from munjang.search.sparse_index import SparseIndex, rows_to_csr
+from munjang.search.index import sparse_index
+from munjang.search.index.sparse_index import SparseIndex, rows_to_csr
 
 DIM = 300
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
-from munjang.search.token_index import TokenIndex, exact_scores
+from munjang.search.index.token_index import TokenIndex, exact_scores
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -27,7 +27,7 @@ def clustered_sets(n: int, tokens: tuple[int, int] = (4, 30), seed: int = 0) -> 
 
 
 def test_exact_scores_equal_brute_force_in_chunks(monkeypatch) -> None:
-    import munjang.search.token_index as token_index
+    import munjang.search.index.token_index as token_index
 
     sets = clustered_sets(40, seed=1)
     queries = clustered_sets(3, seed=2)

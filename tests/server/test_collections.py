@@ -225,7 +225,7 @@ def test_long_documents_are_searched_as_documents_showing_the_matched_passage(en
 def test_serving_a_collection_loads_kiwi_before_any_write(encoder, tmp_path, monkeypatch):
     # Kiwi's first load holds the interpreter lock for a second or more: done when the collection
     # is opened, it never stalls a search during a write.
-    from munjang.search import tokenizers
+    from munjang.search.index import tokenizers
 
     monkeypatch.setattr(tokenizers, "_kiwi_cache", None)
     Collection.create(tmp_path / "ko", encoder=encoder).close()

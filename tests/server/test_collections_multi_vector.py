@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from fastapi.testclient import TestClient
 
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from munjang.server import ServerSettings, create_app
 from tests.helpers.m3 import tiny_m3
 from tests.helpers.multi_vector import st_multi_vector

@@ -93,7 +93,7 @@ def test_bodies_that_are_not_objects_and_servers_without_a_sparse_model(client, 
 
 
 def test_collections_search_in_sparse_mode(encoder, sparse, tmp_path) -> None:
-    from munjang.search.collection import Collection
+    from munjang.search.collection.collection import Collection
 
     with_sparse = Collection.create(
         tmp_path / "with",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 from munjang.server.collections_api import ServedCollection
 
 

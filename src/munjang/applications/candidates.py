@@ -24,7 +24,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..search.tokenizers import shared_kiwi
+from ..search.index.tokenizers import shared_kiwi
 
 KOREAN_RATIO = 0.3
 

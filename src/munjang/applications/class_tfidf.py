@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from ..search.tokenizers import KiwiTokenizer
+from ..search.index.tokenizers import KiwiTokenizer
 from .candidates import is_korean
 
 TOPIC_TAGS = ("NNG", "NNP", "SL", "SH")

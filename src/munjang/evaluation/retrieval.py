@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..data.beir import RetrievalData
-from ..search.exact import semantic_search
+from ..search.index.exact import semantic_search
 from .base import Evaluator, SupportsEncode, check_similarity_fns, encode_texts, similarity_fns_to_compute
 from .retrieval_metrics import average_precision, mrr_at_k, ndcg_at_k, recall_at_k
 

@@ -32,7 +32,8 @@ SUFFIXES: dict[str, str] = {
     ".pptx": "pptx",
     ".xlsx": "xlsx",
 }
-# The structured readers: (raw, path) -> (text, title, metadata with the outline: search/sections.py).
+# The structured readers: (raw, path) -> (text, title, metadata with the outline:
+# search/collection/sections.py).
 OFFICE: dict[str, Callable[[bytes, Path], tuple[str, str | None, dict[str, Any]]]] = {
     "hwp": read_hwp,
     "hwpx": read_hwpx,

@@ -1,5 +1,6 @@
 """What the office readers share: a document read as a stream of blocks (headings, paragraphs, notes,
-tables, page / slide / sheet starts) and laid out into one text with its outline (`search/sections.py`).
+tables, page / slide / sheet starts) and laid out into one text with its outline
+(`search/collection/sections.py`).
 
 Layout: paragraphs of a section are joined by a line break; a heading opens a new section (its path is
 the headings above it); a table is a section of its own, one row per line, each cell after its column
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..search.sections import FIELD, Section
+from ..search.collection.sections import FIELD, Section
 from .decode import normalise
 
 _SPACE = re.compile(r"[^\S\n]+")

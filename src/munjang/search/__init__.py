@@ -4,20 +4,19 @@ and persistent collections that hold documents, metadata and every index in one 
 Everything below `Collection` works on arrays and token lists and knows nothing about the model.
 """
 
-from .ann import HNSWIndex, IndexFileError
-from .collection import AddResult, Collection
-from .disk_faults import CollectionError, ReadOnlyError, StorageFullError
-from .exact import ExactIndex, Hit, semantic_search, top_k_exact
-from .filters import compile_filter
-from .hybrid import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
-from .lexical import BM25Index, LexicalHit
-from .passages import ChunkingConfig
-from .quantization import hamming_distances, quantize_embeddings
-from .quantized_index import BinaryIndex, Int8Index
-from .rerank import RerankHit, RetrieveAndRerank
-from .results import SearchHit
-from .store import Document
-from .tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
+from .collection.collection import AddResult, Collection
+from .collection.passages import ChunkingConfig
+from .collection.rerank import RerankHit, RetrieveAndRerank
+from .collection.results import SearchHit
+from .index.ann import HNSWIndex, IndexFileError
+from .index.bm25 import BM25Index, LexicalHit
+from .index.exact import ExactIndex, Hit, semantic_search, top_k_exact
+from .index.fusion import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
+from .index.quantization import hamming_distances, quantize_embeddings
+from .index.quantized_index import BinaryIndex, Int8Index
+from .index.tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
+from .storage.base import CollectionError, Document, ReadOnlyError, StorageFullError
+from .storage.filters import compile_filter
 
 __all__ = [
     "AddResult",

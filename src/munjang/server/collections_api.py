@@ -34,10 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from ..applications.projection import project_2d, umap_available
 from ..inference.hardware import torch_threads
 from ..search import CollectionError, ReadOnlyError, StorageFullError
-from ..search.collection import Collection
-from ..search.filters import compile_filter
-from ..search.hybrid import check_weights
-from ..search.sections import labelled
+from ..search.collection.collection import Collection
+from ..search.collection.sections import labelled
+from ..search.index.fusion import check_weights
+from ..search.storage.filters import compile_filter
 from .compute import ComputeGate
 from .errors import APIError
 from .files_api import add_file_routes

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Response
 
 from ..errors import ImageError
 from ..images import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, open_image_bytes
-from ..search.image_files import image_name
+from ..search.collection.image_files import image_name
 from .errors import APIError
 
 DATA_URI = re.compile(r"^data:image/[a-z0-9.+-]+;base64,", re.IGNORECASE)

@@ -24,7 +24,7 @@ from ..encoder import SentenceEncoder
 from ..losses.base import SentenceLoss
 from ..losses.denoising_auto_encoder import DenoisingAutoEncoderLoss
 from ..losses.masked_language_modeling import MaskedLanguageModelingLoss
-from ..search.chunking import split_sentences
+from ..search.collection.chunking import split_sentences
 from .args import TrainingArguments
 from .trainer import Trainer
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..data.example import Example
-from ..search.exact import semantic_search
+from ..search.index.exact import semantic_search
 from ..similarity import pairwise_similarity
 
 OUTPUT_FORMATS = ("labeled-pair", "triplet")

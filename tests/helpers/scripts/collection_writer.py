@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import sys
 
-from munjang.search.collection import Collection
+from munjang.search.collection.collection import Collection
 
 WORDS = [
     "서울",

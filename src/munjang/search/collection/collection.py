@@ -1,0 +1,537 @@
+"""A persistent search collection: documents, ids, metadata and every index, in one place.
+
+Where that place is, is the backend's business (`storage.py`): a folder with SQLite by default
+(`folder_backend.py`), or a schema in PostgreSQL with pgvector (`backend="postgresql://..."`,
+`postgres_backend.py`). The API, the search modes and the results are the same on each.
+
+The store is the source of truth and every index is derived from it (see `store.py` and
+`live_index.py`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
+killed at any moment leaves the collection at its last commit, and an index saved before that commit
+is caught up from the database when the collection opens. Readers in other processes see each
+commit at their next search.
+
+A document longer than the model's window is stored as several passages (`passages.py`); every
+index ranks passages, and a search returns documents, each with its best passage (`results.py`).
+
+Search modes: "dense" (the encoder), "lexical" (BM25 over Kiwi / word tokens), "sparse" (a SPLADE
+model, for a collection created with `sparse_model`), "multi_vector" (ColBERT MaxSim, with
+`multi_vector_model`), "hybrid" (every retriever the collection has, fused by RRF or weighted
+scores), "m3" (bge-m3's weighted score, with `m3_model`: `m3_pass.py`), each with metadata filters
+and an optional cross-encoder rerank. The extra retrievers' plumbing is in `retrievers.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..index.exact import ExactIndex
+from ..storage.backends import collection_names, is_storage_error, open_backend
+from ..storage.base import (
+    SCHEMA_VERSION,
+    Backend,
+    CollectionError,
+    Document,
+    LexicalSearch,
+    NewRow,
+    ProvidesLexical,
+    ReadOnlyError,
+    Store,
+    text_hash,
+)
+from ..storage.filters import compile_filter
+from ..storage.live_index import label_problems
+from ..storage.live_lexical import LexicalIndex
+from .encoding import CollectionEncoding
+from .image_files import document_input, image_documents, input_key
+from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
+from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
+from .results import AddResult
+from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
+from .search import CollectionSearch
+from .sections import Section, outline_of
+
+CONFLICTS = ("error", "skip", "upsert")
+# The configuration `info()` reports as it is stored.
+INFO_KEYS = (
+    "model", "dim", "metric", "index", "query_prompt_name", "document_prompt_name", "lexical", "hnsw",
+)  # fmt: skip
+
+
+class Collection(CollectionSearch, CollectionEncoding):
+    """Documents with ids and metadata, searchable by meaning, by words, or both. Use
+    `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
+    `backend="postgresql://..."` the first argument is the collection's name in that database."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        store: Store,
+        *,
+        encoder: Any = None,
+        device: str | None = None,
+        readonly: bool = False,
+        lock_timeout: float = 60.0,
+        background_refresh: bool = False,
+        sparse_encoder: Any = None,
+        multi_vector_encoder: Any = None,
+        m3_encoder: Any = None,
+    ) -> None:
+        self.backend = backend
+        self.folder = backend.folder
+        self.store = store
+        self.location = backend.location
+        self.readonly = readonly
+        self.config = store.get_meta()
+        version = self.config.get("schema_version")
+        if version != SCHEMA_VERSION:
+            hint = " (open it once without read-only to upgrade it)" if version == 1 and readonly else ""
+            raise CollectionError(
+                f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
+            )
+        self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
+        self._planner: PassagePlanner | None = None
+        encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
+        self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
+        self._encoder = encoder if encoder is not None else encoders.get("dense")
+        self.pace: Callable[[], int | None] | None = None
+        self._device = device
+        self._cross_encoders: dict[str, Any] = {}
+        self._lock_timeout = lock_timeout
+        self.dense = backend.dense_index(store, self.config)
+        self.lexical: LexicalSearch = (
+            backend.lexical_index(store, self.config["lexical"])
+            if isinstance(backend, ProvidesLexical)
+            else LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
+        )
+        self.extras = open_extras(self.config, store, encoders, device)
+        self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        folder: str | os.PathLike[str],
+        model: str | os.PathLike[str] | None = None,
+        *,
+        backend: str | None = None,
+        encoder: Any = None,
+        index: str = "exact",
+        metric: str = "cosine",
+        tokenizer: str = "auto",
+        bm25: Mapping[str, Any] | None = None,
+        hnsw: Mapping[str, Any] | None = None,
+        query_prompt_name: str | None = None,
+        document_prompt_name: str | None = None,
+        chunking: Mapping[str, Any] | None = None,
+        device: str | None = None,
+        sparse_model: str | os.PathLike[str] | None = None,
+        sparse_encoder: Any = None,
+        multi_vector_model: str | os.PathLike[str] | None = None,
+        multi_vector_encoder: Any = None,
+        m3_model: str | os.PathLike[str] | None = None,
+        m3_encoder: Any = None,
+    ) -> Collection:
+        """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
+        `encoder` may pass that model already loaded; `chunking` sets how long documents become
+        passages (see `passages.py`). Extra retrievers (folder collections only; each model a folder
+        or hub id, optionally already loaded as its `*_encoder`): `sparse_model` (SPLADE),
+        `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`: dense, sparse and
+        ColBERT vectors from one pass, see `m3_pass.py`). The folder (or the PostgreSQL schema, with
+        `backend`) appears complete or not at all."""
+        place = open_backend(folder, backend)
+        if index not in ("exact", "hnsw"):
+            raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
+        if metric not in ExactIndex.METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
+        extras, loaded = extras_config(
+            place.kind, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
+            multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
+            m3_model=m3_model, m3_encoder=m3_encoder,
+        )  # fmt: skip
+        if "m3" in loaded:
+            if model is not None or encoder is not None:
+                raise ValueError("m3_model is the collection's model; give no model or encoder beside it")
+            encoder = m3_views(loaded["m3"])["dense"]
+        if encoder is None:
+            from ...embedder import load_embedder
+
+            encoder = load_embedder(None if model is None else str(model), device=device)
+        elif model is None and remote_name(encoder) is not None:
+            model = remote_name(encoder)  # reopening finds the same remote model (its key is never stored)
+        query_prompt_name, document_prompt_name = prompt_names(
+            encoder, query_prompt_name, document_prompt_name
+        )
+        from ..index.bm25 import BM25Index
+        from ..index.tokenizers import get_tokenizer
+
+        get_tokenizer(tokenizer)
+        lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
+        BM25Index(**lexical)
+        chunks = ChunkingConfig.from_mapping(chunking).to_dict()
+        if "m3" in loaded and chunks["late"]:
+            raise ValueError("late chunking needs a mean-pooling model; bge-m3 pools its [CLS] token")
+        config = {
+            "schema_version": SCHEMA_VERSION,
+            "model": model_key(model),
+            "dim": int(encoder.get_embedding_dimension()),
+            "metric": metric,
+            "index": index,
+            "hnsw": dict(hnsw or {}),
+            "lexical": lexical,
+            "query_prompt_name": query_prompt_name,
+            "document_prompt_name": document_prompt_name,
+            "chunking": chunks,
+            **extras,
+        }
+        place.create(config)
+        return cls.open(
+            folder, backend=backend, encoder=encoder, device=device, sparse_encoder=loaded.get("sparse"),
+            multi_vector_encoder=loaded.get("multi_vector"), m3_encoder=loaded.get("m3"),
+        )  # fmt: skip
+
+    @classmethod
+    def open(
+        cls,
+        folder: str | os.PathLike[str],
+        *,
+        backend: str | None = None,
+        encoder: Any = None,
+        device: str | None = None,
+        readonly: bool = False,
+        lock_timeout: float = 60.0,
+        background_refresh: bool = False,
+        sparse_encoder: Any = None,
+        multi_vector_encoder: Any = None,
+        m3_encoder: Any = None,
+    ) -> Collection:
+        """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
+        database). The model loads on first need; `readonly` never writes. `background_refresh`
+        rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
+        (for readers beside a long write, such as the server's)."""
+        place = open_backend(folder, backend)
+        readonly = readonly or not place.writable()
+        store = place.open_store(readonly)
+        try:
+            return cls(
+                place,
+                store,
+                encoder=encoder,
+                device=device,
+                readonly=readonly,
+                lock_timeout=lock_timeout,
+                background_refresh=background_refresh,
+                sparse_encoder=sparse_encoder,
+                multi_vector_encoder=multi_vector_encoder,
+                m3_encoder=m3_encoder,
+            )
+        except BaseException:
+            store.close()
+            raise
+
+    @staticmethod
+    def names(where: str | os.PathLike[str]) -> list[str]:
+        """The collections in a folder of collection folders, or in the database at a URL."""
+        return collection_names(where)
+
+    @staticmethod
+    def is_storage_error(error: BaseException) -> bool:
+        """True for an error from a backend's database driver (a server refused or went away)."""
+        return is_storage_error(error)
+
+    def close(self) -> None:
+        """Save the dense index if it keeps a file and moved on (writers only); close the store."""
+        if not self.readonly and self.dense.persistent:
+            with self._write_lock():
+                self.dense.sync(self.store)
+                self.backend.save_dense(self.dense)
+        self.store.close()
+
+    def __enter__(self) -> Collection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        """Hold the collection's writer lock (one writer at a time; readers never wait for it)."""
+        if self.readonly:
+            if not self.backend.writable():
+                raise ReadOnlyError(f"{self.location} is on read-only media: it can be searched, not changed")
+            raise ReadOnlyError(f"{self.location} was opened read-only")
+        with self.backend.write_lock(self.store, self._lock_timeout):
+            yield
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        on_conflict: str = "error",
+        batch_size: int = 32,
+        commit_every: int = 1000,
+        show_progress_bar: bool | None = None,
+    ) -> AddResult:
+        """Add documents. An id already stored is an error (`on_conflict="error"`, checked before
+        anything is written), left alone ("skip", which makes re-running an interrupted add resume
+        it), or replaced ("upsert": new text is re-indexed, new metadata alone is updated in place).
+
+        Work is committed every `commit_every` documents; when `add` returns, all of it is durable.
+        Texts whose (model, text) embedding is cached are not encoded again."""
+        if on_conflict not in CONFLICTS:
+            raise ValueError(f"unknown on_conflict {on_conflict!r}; choose one of {', '.join(CONFLICTS)}")
+        if commit_every < 1:
+            raise ValueError(f"commit_every must be at least 1, not {commit_every}")
+        ids, texts = list(ids), list(texts)
+        check_texts(ids, texts)
+        metas = list(metadata) if metadata is not None else [None] * len(ids)
+        if len(metas) != len(ids):
+            raise ValueError(f"{len(metas)} metadata entries for {len(ids)} documents")
+        meta_json = [metadata_json(i, m) for i, m in zip(ids, metas, strict=True)]
+        titles = [title_of(m, self.chunking) for m in metas]
+        outlines = [outline_of(m, len(t)) for m, t in zip(metas, texts, strict=True)]
+        result = AddResult()
+        progress = len(ids) > 1000 if show_progress_bar is None else show_progress_bar
+        with self._write_lock():
+            if on_conflict == "error":
+                clash = self.store.existing(ids)
+                if clash:
+                    shown = ", ".join(repr(i) for i in list(clash)[:5])
+                    raise CollectionError(
+                        f"{len(clash)} ids already in the collection ({shown}); "
+                        "upsert replaces them (--upsert), skip keeps them (--skip-existing)"
+                    )
+            bar = tqdm(total=len(ids), desc="indexing", unit="doc", disable=not progress)
+            try:
+                for start in range(0, len(ids), commit_every):
+                    end = start + commit_every
+                    self._add_batch(
+                        ids[start:end],
+                        texts[start:end],
+                        meta_json[start:end],
+                        titles[start:end],
+                        outlines[start:end],
+                        on_conflict,
+                        batch_size,
+                        result,
+                    )
+                    if self.lexical.ready and self.lexical.incremental:
+                        # a writer that searches keeps BM25 current as it commits, so its first
+                        # search after an add costs nothing more (one that only adds never builds it)
+                        self.lexical.sync(self.store)
+                    bar.update(len(ids[start:end]))
+            finally:
+                bar.close()
+            self.dense.sync(self.store)
+            self._maybe_save()
+        return result
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        **kwargs: Any,
+    ) -> AddResult:
+        """`add` with on_conflict="upsert"."""
+        return self.add(ids, texts, metadata, on_conflict="upsert", **kwargs)
+
+    def _add_batch(
+        self,
+        ids: list[str],
+        texts: list[str],
+        metas: list[str],
+        titles: list[str | None],
+        outlines: list[list[Section] | None],
+        on_conflict: str,
+        batch_size: int,
+        result: AddResult,
+    ) -> None:
+        model = self.config["model"]
+        digests = [document_hash(*row) for row in zip(texts, titles, outlines, strict=True)]
+        existing = self.store.existing(ids)
+        new_rows: list[int] = []
+        replaced: list[str] = []
+        meta_only: list[tuple[str, str]] = []
+        for i, (doc_id, digest) in enumerate(zip(ids, digests, strict=True)):
+            if doc_id not in existing:
+                new_rows.append(i)
+            elif on_conflict == "skip":
+                result.skipped += 1
+            elif on_conflict == "error":
+                raise CollectionError(f"id {doc_id!r} is already in the collection")
+            elif existing[doc_id][1] == digest:
+                meta_only.append((doc_id, metas[i]))
+            else:
+                replaced.append(doc_id)
+                new_rows.append(i)
+        plans = (
+            self._plan(
+                [texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows]
+            )
+            if new_rows
+            else []
+        )
+        passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
+        late = self._planner is not None and self.chunking.late
+        inputs = [document_input(p.encoded, metas[i], self.images) for i, p, _ in passages]
+        hashes = [
+            late_key(digests[i], p) if late and n > 1 else input_key(x, text_hash(p.encoded))
+            for (i, p, n), x in zip(passages, inputs, strict=True)
+        ]
+        cached = self.store.cached_hashes(model, hashes)
+        encoded = [p.encoded for _, p, _ in passages]
+        with self.m3.shared() if self.m3 is not None else nullcontext():  # bge-m3: one pass for all three
+            to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
+            extra = [(r, r.missing(self.store, hashes, encoded)) for r in self.extras.values() if passages]
+        # Passages of one window share its text for BM25: each distinct text is tokenized once.
+        contexts = list(dict.fromkeys(p.lexical for _, p, _ in passages))
+        tokenized = dict(zip(contexts, self._tokenize(contexts) if contexts else [], strict=True))
+        tokens = [tokenized[p.lexical] for _, p, _ in passages]
+        rows = [
+            NewRow(
+                ids[i],
+                p.text,
+                metas[i],
+                h,
+                json.dumps(toks, ensure_ascii=False),
+                p.chunk,
+                p.start,
+                p.end if n > 1 else None,
+                digests[i] if n > 1 else None,
+            )
+            for (i, p, n), h, toks in zip(passages, hashes, tokens, strict=True)
+        ]
+        sources = [(ids[i], texts[i]) for i, plan in zip(new_rows, plans, strict=True) if len(plan) > 1]
+        with self.store.transaction():
+            if to_encode:
+                self.store.put_embeddings(model, to_encode, vectors)
+            for retriever, (keys, values) in extra:
+                retriever.put(self.store, keys, values)
+            if replaced:
+                self.store.delete(replaced)
+            self.store.insert(rows, model)
+            self.store.put_sources(sources)
+            self.store.update_metadata(meta_only)
+        result.added += len(new_rows) - len(replaced)
+        result.updated += len(replaced) + len(meta_only)
+        result.encoded += len(to_encode)
+
+    def add_images(
+        self,
+        images: Sequence[str | os.PathLike[str] | bytes],
+        ids: Sequence[str] | None = None,
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        captions: Sequence[str | None] | None = None,
+        suffixes: Sequence[str | None] | None = None,
+        **add_options: Any,
+    ) -> AddResult:
+        """Add image documents (files, or bytes with their `suffixes`), for a model that encodes
+        images (CLIP): each image is stored in the collection's folder and indexed by its vector,
+        its caption (default: the file name) by BM25. Ids default to the file names. An image that
+        cannot be read is skipped and named in `result.failed`; the others are added (`add_options`
+        as for `add`)."""
+        if self.images is None:
+            raise CollectionError(f"{self.location}: image documents need a folder collection")
+        if getattr(self.encoder, "clip", None) is None:
+            raise CollectionError(f"{self.config['model']} does not encode images (use a CLIP model)")
+        sources = [s if isinstance(s, bytes) else Path(s) for s in images]
+        if ids is None and any(isinstance(s, bytes) for s in sources):
+            raise ValueError("images given as bytes need ids")
+        n = len(sources)
+        doc_ids, texts, metas, failed = image_documents(
+            self.images, sources,
+            list(ids) if ids is not None else [s.name for s in sources if isinstance(s, Path)],
+            [dict(m) if m else None for m in metadata] if metadata is not None else [None] * n,
+            list(captions) if captions is not None else [None] * n,
+            list(suffixes) if suffixes is not None else [None] * n,
+        )  # fmt: skip
+        result = self.add(doc_ids, texts, metas, **add_options) if doc_ids else AddResult()
+        result.failed = failed
+        return result
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete documents by id; returns how many existed. Unknown ids are ignored."""
+        if isinstance(ids, str):
+            raise TypeError("delete takes a sequence of ids, not one string")
+        with self._write_lock():
+            with self.store.transaction():
+                removed = self.store.delete(list(ids))
+            self.dense.sync(self.store)
+            self._maybe_save()
+        return removed
+
+    def _maybe_save(self) -> None:
+        """Save the HNSW graph when much has changed since the last save (close() always saves);
+        a crash before that costs only a catch-up from the database on the next open."""
+        if not self.dense.persistent:
+            return
+        changed = (self.dense.watermark.label - self.dense.saved.label) + (
+            self.dense.watermark.deletion - self.dense.saved.deletion
+        )
+        if changed >= max(10_000, len(self.dense.index) // 10):
+            self.backend.save_dense(self.dense)
+
+    def flush(self) -> None:
+        """Save the HNSW graph now (an index kept by the database has nothing to save)."""
+        if not self.dense.persistent:
+            return
+        with self._write_lock():
+            self.dense.sync(self.store)
+            self.backend.save_dense(self.dense)
+
+    # -- reading ------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.store.count()
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and bool(self.store.existing([doc_id]))
+
+    def ids(self) -> Iterator[str]:
+        """Every id, in insertion order."""
+        return self.store.iter_ids()
+
+    def get(self, ids: Sequence[str]) -> list[Document | None]:
+        """The stored documents for these ids (None where an id is unknown)."""
+        found = self.store.documents_by_id(list(ids))
+        return [found.get(i) for i in ids]
+
+    def info(self) -> dict[str, Any]:
+        self.dense.sync(self.store)
+        return {
+            "folder": self.location,
+            "backend": self.backend.kind,
+            "documents": len(self),
+            "passages": self.store.passage_count(),
+            "chunking": self.chunking.to_dict(),
+            **{k: self.config[k] for k in INFO_KEYS},
+            "dense_index_bytes": int(self.dense.index.memory_bytes()),
+            **{name: self.config.get(name) for name in (*EXTRAS, "m3")},
+            "database_bytes": self.backend.size_bytes(self.store),
+        }
+
+    def check(self) -> list[str]:
+        """Problems found (empty when sound): SQLite integrity, documents without a vector, and
+        indexes that disagree with the documents after catching up."""
+        problems = self.store.integrity_problems(self.config["model"])
+        self.dense.sync(self.store)
+        self.lexical.sync(self.store, wait=True)
+        with self.store.snapshot():
+            labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
+        problems += label_problems("dense index", self.dense.index.ids(), labels)
+        if not np.array_equal(self.lexical.labels, labels):
+            problems.append("lexical index does not match the documents")
+        for retriever in self.extras.values():
+            problems += retriever.problems(self.store, labels)
+        return problems

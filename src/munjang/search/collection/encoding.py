@@ -1,0 +1,159 @@
+"""The encoding half of a collection's writes: the model (loaded on first need), passages planned to
+fit its window, dense vectors (plain, paced batch by batch beside a server's searches, or late-chunked)
+and BM25 tokens. `Collection` mixes this in (see `collection.py` for the attributes it reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...inference.hardware import torch_threads
+from ..storage.base import CollectionError
+from .image_files import ImageFiles
+from .passages import ChunkingConfig, Passage, PassagePlanner
+from .sections import Section
+
+
+class CollectionEncoding:
+    """Models and encoding for `Collection`."""
+
+    config: dict[str, Any]
+    folder: Path | None
+    chunking: ChunkingConfig
+    pace: Callable[[], int | None] | None
+    _encoder: Any
+    _device: str | None
+    _planner: PassagePlanner | None
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from ...embedder import load_embedder
+
+            model = self.config["model"]
+            self._encoder = load_embedder(None if model == "default" else model, device=self._device)
+            dim = int(self._encoder.get_embedding_dimension())
+            if dim != self.config["dim"]:
+                raise CollectionError(
+                    f"{model} gives {dim}-d vectors; this collection holds {self.config['dim']}-d"
+                )
+        return self._encoder
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Encode with `encoder`, the collection's model already loaded elsewhere (a server's), in
+        place of loading it again; refused when its vectors are not the collection's size."""
+        dim = int(encoder.get_embedding_dimension())
+        if dim != self.config["dim"]:
+            raise CollectionError(
+                f"the encoder gives {dim}-d vectors; this collection holds {self.config['dim']}-d"
+            )
+        self._encoder = encoder
+
+    @property
+    def images(self) -> ImageFiles | None:
+        """The stored image files of an image collection (a folder collection's `images/`)."""
+        return ImageFiles.of_collection(self.folder)
+
+    def _encode(
+        self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        vectors = self.encoder.encode(
+            list(texts),
+            batch_size=batch_size,
+            prompt_name=prompt_name,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
+
+    def _encode_documents(
+        self, texts: list[str | Path], prompt_name: str | None, batch_size: int
+    ) -> np.ndarray:
+        """`_encode` for a write, paced batch by batch when a `pace` hook is set (see `_tokenize`);
+        texts are sorted by length first, so batches stay as evenly padded as the encoder's own
+        sort would make them."""
+        if self.pace is None:
+            return self._encode(texts, prompt_name, batch_size, False)
+        order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
+        out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            part = order[start : start + batch_size]
+            with torch_threads(self.pace()):
+                out[part] = self._encode([texts[i] for i in part], prompt_name, batch_size, False)
+        return out
+
+    def _tokenize(self, texts: list[str], batch: int = 64) -> list[list[str]]:
+        """Lexical tokens for a write. A `pace` hook, set by a server that also answers searches on
+        this collection, is called before each batch of a write's work: it may wait while a search
+        is in flight and returns the torch threads the next encoding batch may use (None: all)."""
+        if self.pace is None:
+            return list(self._tokenizer().tokenize_many(texts))
+        tokens: list[list[str]] = []
+        for start in range(0, len(texts), batch):
+            self.pace()
+            tokens += self._tokenizer().tokenize_many(texts[start : start + batch])
+        return tokens
+
+    def _tokenizer(self) -> Any:
+        from ..index.tokenizers import get_tokenizer
+
+        return get_tokenizer(self.config["lexical"]["tokenizer"])
+
+    def warm_up(self) -> None:
+        """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the
+        interpreter lock meanwhile, so a server loads it when it opens a collection rather than
+        stalling every thread at the first Korean text of a write."""
+        self._tokenizer()("한국어 문장")
+
+    def _plan(
+        self, texts: list[str], titles: list[str | None], outlines: list[list[Section] | None] | None = None
+    ) -> list[list[Passage]]:
+        """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
+        `max_seq_length`) gets each document whole, as it would encode it."""
+        encoder = self.encoder
+        if not hasattr(encoder, "tokenizer") or not hasattr(encoder, "max_seq_length"):
+            return [[Passage(0, 0, len(t), t, t)] for t in texts]
+        if self._planner is None:
+            name = self.config["document_prompt_name"]
+            prompt = (getattr(encoder, "prompts", {}) or {}).get(name, "") if name else ""
+            self._planner = PassagePlanner(encoder, self.chunking, prompt)
+        return self._planner.plan(texts, titles, outlines)
+
+    def _vectors(
+        self,
+        passages: list[tuple[int, Passage, int]],
+        inputs: list[str | Path],
+        hashes: list[str],
+        cached: set[str],
+        texts: list[str],
+        titles: list[str | None],
+        batch_size: int,
+    ) -> tuple[list[str], np.ndarray]:
+        """The cache keys and vectors of the passages not in the embedding cache: each encoded on
+        its own (its text, or an image document's image), or with late chunking (`late_chunking.py`)
+        per document, all its passages at once."""
+        prompt_name = self.config["document_prompt_name"]
+        plain: dict[str, str | Path] = {}
+        late: dict[int, list[tuple[Passage, str]]] = {}
+        missing: set[int] = set()
+        for (i, p, n), x, h in zip(passages, inputs, hashes, strict=True):
+            if self.chunking.late and n > 1 and self._planner is not None:
+                late.setdefault(i, []).append((p, h))
+                if h not in cached:
+                    missing.add(i)
+            elif h not in cached:
+                plain.setdefault(h, x)
+        keys, parts = list(plain), []
+        if plain:
+            parts.append(self._encode_documents(list(plain.values()), prompt_name, batch_size))
+        for i in sorted(missing):
+            assert self._planner is not None
+            doc = [p for p, _ in late[i]]
+            parts.append(self._planner.late_vectors(texts[i], titles[i], doc, prompt_name, batch_size))
+            keys += [h for _, h in late[i]]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.config["dim"]), np.float32)
+        return keys, vectors

@@ -1,0 +1,300 @@
+"""Searching a collection: dense, lexical (BM25), sparse, multi-vector, hybrid and bge-m3 retrieval over
+its passages, filters, grouping into documents, and an optional cross-encoder rerank. `Collection`
+mixes this in; it holds the store and the indexes (`collection.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ...images import is_image_input
+from ..index.fusion import FUSIONS, fuse
+from ..storage.base import DenseSearch, Document, LexicalSearch, Store
+from ..storage.filters import compile_filter
+from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
+
+MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
+# Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
+# fitted to one set. bench/korean_retrieval.py compares settings leave-one-set-out over five Korean
+# retrieval sets (document, question, paraphrase, sentence); tuned weights and RRF lose more on the
+# held-out set than this setting, which is never significantly below the better of BM25 and dense.
+HYBRID_FUSION = "weighted"
+HYBRID_WEIGHTS = (0.5, 0.5)
+HYBRID_NORMALIZATION = "zscore"
+# Passages fetched per document wanted when documents are stored as several passages, so that
+# grouping passages into documents still leaves enough distinct documents to rank.
+PASSAGES_PER_DOCUMENT = 4
+
+
+class CollectionSearch:
+    """The search half of `Collection` (see `collection.py` for the attributes it reads)."""
+
+    store: Store
+    dense: DenseSearch
+    lexical: LexicalSearch
+    sparse: Any  # a SparseRetriever, or None for a collection without a sparse model
+    extras: dict[str, Any]  # the extra retrievers by mode name (`retrievers.py`)
+    m3: Any  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
+    config: dict[str, Any]
+    _device: str | None
+    _cross_encoders: dict[str, Any]
+
+    if TYPE_CHECKING:
+
+        def _encode(
+            self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
+        ) -> np.ndarray: ...
+
+        def _tokenizer(self) -> Any: ...
+
+    def sample(
+        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
+    ) -> tuple[list[Document], np.ndarray]:
+        """Up to `limit` documents spread evenly over the collection (in insertion order), with
+        their stored vectors: what a 2-D map of the collection draws."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        labels = self.store.labels_matching(*compile_filter(filter, dialect=self.store.dialect))
+        if len(labels) > limit:
+            labels = labels[np.linspace(0, len(labels) - 1, limit).round().astype(np.int64)]
+        docs = self.store.documents(labels.tolist())
+        vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
+        return [docs[int(label)] for label in labels], vectors
+
+    def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
+        """The query's lexical (BM25) terms that each hit's passage contains, in query order: why a
+        keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
+        indexed them (their stored tokens, with the default chunking those of the passage's window),
+        not tokenized again."""
+        terms = list(dict.fromkeys(self._tokenizer()(query)))
+        stored = self.store.tokens_of([h.label for h in hits])
+        return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
+
+    def search(
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        *,
+        mode: str = "dense",
+        filter: Mapping[str, Any] | None = None,
+        fusion: str | None = None,
+        weights: Sequence[float] | None = None,
+        rrf_k: float = 60.0,
+        normalization: str | None = None,
+        candidates: int = 100,
+        rerank: Any = None,
+        rerank_k: int | None = None,
+        unit: str = "document",
+        aggregate: str = "max",
+        batch_size: int = 32,
+    ) -> Any:
+        """The k best documents for a query (a list of hits) or for each of several queries.
+
+        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
+          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
+          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
+          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
+          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
+          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
+          three weights, None: the collection's, see `m3_pass.py`).
+        - filter: metadata conditions (see `filters.py`), applied before ranking.
+        - candidates: how many each retriever hands to fusion and rerank.
+        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
+          (default `candidates`) results by reading query and document together.
+        - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
+          or "sum", see `results.py`) or "passage" (passages ranked on their own).
+        """
+        single = isinstance(query, str) or is_image_input(query)
+        queries: list[Any] = [query] if single else list(query)
+        for i, q in enumerate(queries):
+            if is_image_input(q) and (mode != "dense" or rerank is not None):
+                raise ValueError(f"query {i} is an image: images search in dense mode, without rerank")
+            if is_image_input(q):
+                continue
+            if not isinstance(q, str):
+                raise TypeError(f"query {i} is {type(q).__name__}, not str")
+            if not q.strip():
+                raise ValueError(f"query {i} is empty")
+        names = self.retrievers(mode)
+        fusion = HYBRID_FUSION if fusion is None else fusion
+        normalization = HYBRID_NORMALIZATION if normalization is None else normalization
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+        if k < 1 or candidates < 1:
+            raise ValueError(f"k and candidates must be at least 1 (got {k}, {candidates})")
+        if unit not in UNITS:
+            raise ValueError(f"unknown unit {unit!r}; choose one of {', '.join(UNITS)}")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
+        pool = max(k, candidates) if (mode in ("hybrid", "m3") or rerank is not None) else k
+        grouped = unit == "document" and self.store.has_passages()
+        fetch = pool * PASSAGES_PER_DOCUMENT if grouped else pool
+        allowed = where = None
+        if filter is not None:
+            where = compile_filter(filter, dialect=self.store.dialect)
+            if not self.dense.sql_filters or mode != "dense":
+                allowed = self.store.labels_matching(*where)
+        shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
+        with self.m3.shared() if shared else nullcontext():
+            runs = {name: self._retrieve(name, queries, fetch, allowed, where, batch_size) for name in names}
+            m3_queries = self.m3.encode(queries) if mode == "m3" else None
+        results: list[list[SearchHit]] = []
+        for i, q in enumerate(queries):
+            if m3_queries is not None:
+                m3_weights = self.config["m3"]["weights"] if weights is None else weights
+                ranked = self._m3_ranked(m3_queries, i, [runs[name][i] for name in names], m3_weights, fetch)
+            elif mode == "hybrid":
+                fused = fuse(
+                    [runs[name][i] for name in names],
+                    method=fusion,
+                    weights=_hybrid_weights(len(names)) if weights is None else weights,
+                    rrf_k=rrf_k,
+                    normalization=normalization,
+                    top_k=fetch,
+                )
+                ranked = [(cast(int, h.key), h.score, _stage_scores(names, h.scores, h.score)) for h in fused]
+            else:
+                ranked = [(label, score, {mode: score}) for label, score in runs[mode][i]]
+            results.append(self._hits(q, ranked, k, rerank, rerank_k or pool, batch_size, grouped, aggregate))
+        return results[0] if single else results
+
+    def retrievers(self, mode: str) -> list[str]:
+        """The retrievers a search `mode` runs: itself, or for "hybrid" every one the collection has
+        (dense, lexical, then sparse and multi_vector when it has them), in the order hybrid `weights`
+        take; for "m3", the three whose candidates bge-m3's score ranks."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if mode in ("sparse", "multi_vector") and mode not in self.extras:
+            raise ValueError(f"this collection has no {mode} retriever (create it with {mode}_model=...)")
+        if mode == "m3":
+            if self.m3 is None:
+                raise ValueError("this collection has no bge-m3 model (create it with m3_model=...)")
+            return ["dense", "sparse", "multi_vector"]
+        if mode != "hybrid":
+            return [mode]
+        return ["dense", "lexical", *self.extras]
+
+    def _retrieve(
+        self,
+        name: str,
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None,
+        batch_size: int,
+    ) -> list[list[tuple[int, float]]]:
+        """One retriever's top-k (label, score) per query."""
+        if name == "dense":
+            return self._dense_search(queries, k, allowed, where, batch_size)
+        if name == "lexical":
+            return self._lexical_search(queries, k, allowed)
+        results: list[list[tuple[int, float]]] = self.extras[name].search(self.store, queries, k, allowed)
+        return results
+
+    def _m3_ranked(
+        self, queries: Any, i: int, runs: list[list[tuple[int, float]]], weights: Sequence[float], k: int
+    ) -> Ranked:
+        """The union of the three retrievers' candidates for query i, scored by bge-m3's weighted sum
+        of dense, sparse and ColBERT scores from the stored vectors (`m3_pass.m3_scores`)."""
+        from ...m3_encoder import M3Output
+        from .m3_pass import m3_scores
+
+        labels = np.array(sorted({label for run in runs for label, _ in run}), dtype=np.int64)
+        query = M3Output(queries.dense[i : i + 1], queries.sparse[i : i + 1], queries.colbert[i : i + 1])
+        parts = m3_scores(
+            query,
+            self.store.vectors_of(self.config["model"], self.config["dim"], labels),
+            [self.extras["sparse"].live.index.vector(int(x)) for x in labels],
+            [self.extras["multi_vector"].live.index.matrix(int(x)) for x in labels],
+            weights,
+        )
+        order = np.lexsort((labels, -parts["m3"]))[:k]
+        return [
+            (int(labels[j]), float(parts["m3"][j]), {name: float(parts[name][j]) for name in parts})
+            for j in order
+        ]
+
+    def _dense_search(
+        self,
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None,
+        batch_size: int,
+    ) -> list[list[tuple[int, float]]]:
+        self.dense.sync(self.store)
+        if (allowed is not None and len(allowed) == 0) or not self.dense.index:  # empty: skip encoding
+            return [[] for _ in queries]
+        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
+        labels, scores = self.dense.search(self.store, vectors, k, allowed, where)
+        return [
+            [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
+            for row_l, row_s in zip(labels, scores, strict=True)
+        ]
+
+    def _lexical_search(
+        self, queries: list[str], k: int, allowed: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]:
+        self.lexical.sync(self.store)
+        if allowed is not None and len(allowed) == 0:
+            return [[] for _ in queries]
+        tokenizer = self._tokenizer()
+        tokens = [tokenizer(q) for q in queries]
+        results: list[list[tuple[int, float]]] = self.lexical.search(tokens, k, allowed)
+        return results
+
+    def _hits(
+        self,
+        query: str,
+        ranked: Ranked,
+        k: int,
+        rerank: Any,
+        rerank_k: int,
+        batch_size: int,
+        grouped: bool,
+        aggregate: str,
+    ) -> list[SearchHit]:
+        docs = self.store.documents([label for label, _, _ in ranked])
+        # A label the index still had but the database no longer has was deleted meanwhile.
+        ranked = [r for r in ranked if r[0] in docs]
+        if grouped:
+            ranked = by_document(ranked, docs, aggregate)
+        if rerank is not None and ranked:
+            cross = self._cross_encoder(rerank)
+            head = ranked[:rerank_k]
+            texts = [docs[label].text for label, _, _ in head]
+            order = cross.rank(query, texts, batch_size=batch_size, show_progress_bar=False)
+            ranked = [
+                (head[h["corpus_id"]][0], h["score"], {**head[h["corpus_id"]][2], "rerank": h["score"]})
+                for h in order
+            ]
+        return [hit(docs[label], score, stages) for label, score, stages in ranked[:k]]
+
+    def _cross_encoder(self, rerank: Any) -> Any:
+        if not isinstance(rerank, (str, os.PathLike)):
+            return rerank
+        key = str(rerank)
+        if key not in self._cross_encoders:
+            from ...cross_encoder import load_cross_encoder
+
+            self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
+        return self._cross_encoders[key]
+
+
+def _hybrid_weights(n: int) -> tuple[float, ...]:
+    """Equal weights: HYBRID_WEIGHTS for dense + lexical, the same share each for more retrievers."""
+    return HYBRID_WEIGHTS if n == len(HYBRID_WEIGHTS) else (1.0 / n,) * n
+
+
+def _stage_scores(names: list[str], scores: Sequence[float | None], fused: float) -> dict[str, float]:
+    stages = {"fused": fused}
+    for name, score in zip(names, scores, strict=True):
+        if score is not None:
+            stages[name] = score
+    return stages

@@ -1,0 +1,115 @@
+"""A collection's third retriever beside BM25 and dense: sparse (SPLADE) vectors in an inverted index.
+
+A collection created with `sparse_model=...` records {"model", "dim"} under "sparse" in its
+configuration. Each passage's sparse vector is computed when it is added (the document side of the
+model: its MLM path, for inference-free models too) and written to the store in the same
+transaction as the passage, cached by text hash like dense vectors. The inverted index
+(`sparse_index.py`) is derived from the store and caught up by watermark, so a writer killed at any
+moment leaves nothing to repair. Queries go through the model's query side (`encode_query`), which an
+inference-free model answers with a tokenizer and a table lookup.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..index.sparse_index import rows_to_csr
+from ..storage.base import CollectionError, SparseVectors
+from ..storage.live_index import label_problems
+from ..storage.live_retrievers import LiveSparseIndex
+from .inputs import model_key
+
+# Texts per sparse-encoding call during a write (MLM logits are tokens x vocabulary floats).
+ENCODE_BATCH = 32
+
+
+def sparse_setup(
+    sparse_model: str | os.PathLike[str] | None, encoder: Any, backend_kind: str, device: str | None
+) -> tuple[Any, dict[str, Any]]:
+    """The sparse model (loaded unless given) and what a new collection records about it: {"model",
+    "dim"}. Only folder collections keep sparse vectors; the model must be named, so reopening finds it."""
+    if sparse_model is None:
+        raise ValueError(
+            "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
+        )
+    if backend_kind != "embedded":
+        raise ValueError("a sparse retriever needs a folder collection; PostgreSQL ones have none yet")
+    if encoder is None:
+        from ...sparse_encoder import load_sparse_encoder
+
+        encoder = load_sparse_encoder(str(sparse_model), device=device)
+    return encoder, {"model": model_key(sparse_model), "dim": int(encoder.get_embedding_dimension())}
+
+
+class SparseRetriever:
+    """The sparse model (loaded on first need), its cache key in the store, and the live index."""
+
+    name = "sparse"
+
+    def __init__(
+        self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
+    ) -> None:
+        if not isinstance(store, SparseVectors):
+            raise CollectionError(
+                "this collection's backend keeps no sparse vectors (use a folder collection)"
+            )
+        self.model, self.dim = str(config["model"]), int(config["dim"])
+        self.key = f"sparse:{self.model}"
+        self._encoder = encoder
+        self._device = device
+        self.live = LiveSparseIndex(self.key, self.dim)
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from ...sparse_encoder import load_sparse_encoder
+
+            self._encoder = load_sparse_encoder(self.model, device=self._device)
+            dim = int(self._encoder.get_embedding_dimension())
+            if dim != self.dim:
+                raise CollectionError(
+                    f"{self.model} gives {dim}-wide sparse vectors; this collection holds {self.dim}"
+                )
+        return self._encoder
+
+    def missing(self, store: Any, hashes: Sequence[str], texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """The hashes without a cached sparse vector, and those vectors, computed (document side)."""
+        from ...sparse_encoder import sparse_rows
+
+        cached = store.cached_sparse(self.key, hashes)
+        wanted = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
+        if not wanted:
+            return [], []
+        rows: list[Any] = []
+        items = list(wanted.values())
+        for start in range(0, len(items), ENCODE_BATCH):
+            vectors = self.encoder.encode_document(items[start : start + ENCODE_BATCH])
+            rows += sparse_rows(vectors)
+        return list(wanted), rows
+
+    def put(self, store: Any, hashes: list[str], rows: list[Any]) -> None:
+        """Write computed sparse vectors (inside the passage's transaction)."""
+        if hashes:
+            store.put_sparse(self.key, hashes, rows)
+
+    def search(
+        self, store: Any, queries: Sequence[str], k: int, allowed: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]:
+        """Top-k (label, dot-product score) per query, among `allowed` labels when given."""
+        from ...sparse_encoder import sparse_rows
+
+        self.live.sync(store)
+        if (allowed is not None and len(allowed) == 0) or not len(self.live.index):
+            return [[] for _ in queries]
+        matrix: sp.csr_matrix = rows_to_csr(sparse_rows(self.encoder.encode_query(list(queries))), self.dim)
+        return self.live.index.search(matrix, k, allowed)
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        """Disagreement between the index, caught up, and the stored passages."""
+        self.live.sync(store)
+        return label_problems("sparse index", self.live.index.ids(), labels)

@@ -1,0 +1,323 @@
+"""Tokenizers for lexical (BM25) search: Korean morphological analysis and a Unicode word tokenizer.
+
+BM25 matches tokens exactly, so a tokenizer decides what "the same word" means. Korean glues particles
+and endings to words ("학교에", "학교를", "갔습니다"), so whitespace or regex splitting almost never lets
+a query word match a document word; morphological analysis (Kiwi) recovers the content morphemes
+("학교", "가"). Other languages are served well enough by Unicode word splitting.
+
+Three tokenizers, chosen by name with `get_tokenizer`:
+
+- "kiwi": `KiwiTokenizer`, Kiwi (kiwipiepy) morphological analysis, content morphemes only.
+- "word": `WordTokenizer`, NFKC-normalised, lowercased runs of Unicode word characters (`\\w+`).
+- "auto": `AutoTokenizer`, per text: Kiwi when the text contains any Hangul, the word tokenizer
+  otherwise. Kiwi cuts Latin words and numbers inside Korean text the same way the word tokenizer
+  does, so a mixed Korean/English corpus shares one vocabulary for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from tqdm.auto import tqdm
+
+TOKENIZER_NAMES = ("auto", "kiwi", "word")
+
+# Kiwi (Sejong-style) tags kept by default, and why:
+# - NNG, NNP: common and proper nouns, the core of what a text is about.
+# - NR: numeral words (하나, 셋).
+# - VV, VA: verb and adjective stems ("만났습니다" -> "만나", "추워서" -> "춥"). Korean predicates carry
+#   much of the meaning and queries use them in other inflections; the frequent light verb 하 after
+#   a noun is tagged XSV/XSA (dropped) and auxiliaries are VX (dropped), and BM25's idf down-weights
+#   the stems that stay common.
+# - XR: roots (조용 in 조용하다).
+# - SL, SH, SN: foreign (Latin) words, hanja, numbers; cut again with the word regex and lowercased,
+#   so "BERT" in a Korean sentence is the same token as "bert" in an English one.
+# - W_URL, W_EMAIL, W_HASHTAG, W_MENTION, W_SERIAL: Kiwi's web/serial tokens, cut the same way.
+# Dropped: particles (J*), endings (E*), affixes (XP*, XS*), copulas (VCP, VCN), auxiliaries (VX),
+# dependent nouns (NNB: 것, 수, 등, 개), pronouns (NP: 나, 그것), determiners (MM), adverbs and
+# conjunctive adverbs (MAG, MAJ), interjections (IC), symbols and emoji (S*, W_EMOJI). These are
+# function words or near-stopwords; Lucene's Korean analyser (Nori) drops most of them by default too.
+DEFAULT_KIWI_TAGS = frozenset(
+    {
+        "NNG",
+        "NNP",
+        "NR",
+        "VV",
+        "VA",
+        "XR",
+        "SL",
+        "SH",
+        "SN",
+        "W_URL",
+        "W_EMAIL",
+        "W_HASHTAG",
+        "W_MENTION",
+        "W_SERIAL",
+    }
+)
+# Tags whose form is not Korean: cut with the word regex so they match the word tokenizer's tokens.
+_WORD_LIKE_TAGS = frozenset({"SL", "SH", "SN", "W_URL", "W_EMAIL", "W_HASHTAG", "W_MENTION", "W_SERIAL"})
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Hangul syllables, conjoining jamo (incl. extended A/B), compatibility jamo and halfwidth Hangul.
+_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uffa0-\uffdc]")
+# Everything except compatibility jamo: NFKC would turn ㅋ into a conjoining jamo that Kiwi misreads.
+_NOT_COMPAT_JAMO = re.compile("[^\u3130-\u318f]+")
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What `BM25Index` needs from a tokenizer: a name, one text and many texts to token lists."""
+
+    name: str
+
+    def __call__(self, text: str) -> list[str]:
+        """The tokens of one text."""
+        ...
+
+    def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
+        """The tokens of each text, in order; implementations may batch or thread for speed."""
+        ...
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """JSON-serialisable settings, with "name", enough to rebuild the tokenizer when loading."""
+        ...
+
+
+def _check_text(text: object, what: str = "text") -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{what} is {type(text).__name__}, not str")
+    return text
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("expected a sequence of texts, got a single string; wrap it in a list")
+    return [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
+
+
+def _check_stopwords(stopwords: Iterable[str] | None) -> frozenset[str] | None:
+    if stopwords is None:
+        return None
+    if isinstance(stopwords, str):
+        raise TypeError("stopwords must be a collection of words, not a single string")
+    words = list(stopwords)
+    for word in words:
+        _check_text(word, "a stopword")
+    return frozenset(_normalize_word(word) for word in words if word)
+
+
+def _normalize_word(text: str) -> str:
+    """Normalise one stopword the way tokens are normalised (NFKC, lowercase)."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _progress(items: Iterable[Any], total: int, enabled: bool, desc: str) -> Iterator[Any]:
+    return iter(tqdm(items, total=total, desc=desc, disable=not enabled))
+
+
+class WordTokenizer:
+    """Unicode word tokenizer: NFKC-normalise, lowercase, keep runs of word characters (`\\w+`).
+
+    Works for any language that separates words with spaces or punctuation; `stopwords` (compared
+    after the same normalisation) are dropped.
+    """
+
+    name = "word"
+
+    def __init__(self, stopwords: Iterable[str] | None = None) -> None:
+        self.stopwords = _check_stopwords(stopwords)
+
+    def __call__(self, text: str) -> list[str]:
+        """The lowercased word tokens of `text`, stopwords removed."""
+        tokens = _WORD.findall(unicodedata.normalize("NFKC", _check_text(text)).lower())
+        if self.stopwords:
+            return [token for token in tokens if token not in self.stopwords]
+        return tokens
+
+    def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
+        """`self(text)` for each text (pure Python regex: no batching to gain)."""
+        checked = _check_texts(texts)
+        return [self(text) for text in _progress(checked, len(checked), show_progress_bar, "Tokenizing")]
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """Name and stopwords (sorted, or None)."""
+        return {"name": self.name, "stopwords": None if self.stopwords is None else sorted(self.stopwords)}
+
+    def __repr__(self) -> str:
+        count = 0 if self.stopwords is None else len(self.stopwords)
+        return f"WordTokenizer(stopwords={count})"
+
+
+_kiwi_lock = threading.Lock()
+_kiwi_cache: tuple[int, Any] | None = None
+
+
+def shared_kiwi() -> Any:
+    """The process's Kiwi analyser, created on first use (its model takes about a second to load).
+
+    Keyed by process id, so a forked worker builds its own instead of reusing the parent's threads.
+    Shared by the Kiwi tokenizers here and by `munjang.search.collection.chunking`'s sentence splitter.
+    """
+    global _kiwi_cache
+    pid = os.getpid()
+    with _kiwi_lock:
+        if _kiwi_cache is None or _kiwi_cache[0] != pid:
+            from kiwipiepy import Kiwi
+
+            _kiwi_cache = (pid, Kiwi())
+        return _kiwi_cache[1]
+
+
+def _normalize_for_kiwi(text: str) -> str:
+    """NFKC (full-width Latin to ASCII, decomposed Hangul to syllables), leaving compatibility jamo."""
+    return _NOT_COMPAT_JAMO.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+
+
+class KiwiTokenizer:
+    """Korean tokenizer: Kiwi morphological analysis, keeping content morphemes (`pos_tags`).
+
+    "학교에 갔습니다" -> ["학교", "가"]. Latin words, hanja and numbers in the text are kept and cut
+    with the word regex, lowercased ("BERT-2" -> ["bert", "2"]). The Kiwi analyser is shared by every
+    KiwiTokenizer in the process and loaded on first use. Tags are matched without Kiwi's
+    regular/irregular suffix ("VV-I" counts as "VV").
+    """
+
+    name = "kiwi"
+
+    def __init__(self, pos_tags: Iterable[str] | None = None, stopwords: Iterable[str] | None = None) -> None:
+        if pos_tags is None:
+            self.pos_tags = DEFAULT_KIWI_TAGS
+        else:
+            if isinstance(pos_tags, str):
+                raise TypeError("pos_tags must be a collection of Kiwi tags, e.g. ['NNG', 'NNP']")
+            self.pos_tags = frozenset(pos_tags)
+            if not self.pos_tags:
+                raise ValueError("pos_tags is empty: every morpheme would be dropped")
+        self.stopwords = _check_stopwords(stopwords)
+
+    def _keep(self, tokens: Iterable[Any]) -> list[str]:
+        out: list[str] = []
+        for token in tokens:
+            tag = token.tag.partition("-")[0]
+            if tag not in self.pos_tags:
+                continue
+            form = unicodedata.normalize("NFKC", token.form).lower()
+            if tag in _WORD_LIKE_TAGS:
+                out.extend(_WORD.findall(form))
+            else:
+                out.append(form)
+        if self.stopwords:
+            return [token for token in out if token not in self.stopwords]
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        """The content morphemes of `text`, lowercased."""
+        text = _normalize_for_kiwi(_check_text(text))
+        if not text.strip():
+            return []
+        return self._keep(shared_kiwi().tokenize(text))
+
+    def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
+        """Content morphemes of each text; Kiwi analyses the batch with its own worker threads."""
+        checked = [_normalize_for_kiwi(text) for text in _check_texts(texts)]
+        if not checked:
+            return []
+        analysed = shared_kiwi().tokenize(iter(checked))
+        return [self._keep(tokens) for tokens in _progress(analysed, len(checked), show_progress_bar, "Kiwi")]
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """Name, kept POS tags and stopwords."""
+        return {
+            "name": self.name,
+            "pos_tags": sorted(self.pos_tags),
+            "stopwords": None if self.stopwords is None else sorted(self.stopwords),
+        }
+
+    def __repr__(self) -> str:
+        return f"KiwiTokenizer(pos_tags={sorted(self.pos_tags)})"
+
+
+def contains_hangul(text: str) -> bool:
+    """Whether `text` has any Hangul character (syllable or jamo, any Unicode block)."""
+    return _HANGUL.search(text) is not None
+
+
+class AutoTokenizer:
+    """Per-text choice: `kiwi` for texts containing any Hangul, `word` for all others.
+
+    The decision is made for each text on its own (documents and queries alike), so a corpus mixing
+    Korean and other languages works; an English word inside a Korean text comes out of Kiwi
+    lowercased, matching the word tokenizer's token for the same word in an English text.
+    """
+
+    name = "auto"
+
+    def __init__(self, kiwi: KiwiTokenizer | None = None, word: WordTokenizer | None = None) -> None:
+        self.kiwi = kiwi if kiwi is not None else KiwiTokenizer()
+        self.word = word if word is not None else WordTokenizer()
+
+    def __call__(self, text: str) -> list[str]:
+        """Kiwi tokens if `text` contains Hangul, word tokens otherwise."""
+        if contains_hangul(_check_text(text)):
+            return self.kiwi(text)
+        return self.word(text)
+
+    def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
+        """Hangul texts go to Kiwi in one batch, the rest to the word tokenizer; order is kept."""
+        checked = _check_texts(texts)
+        korean = [i for i, text in enumerate(checked) if contains_hangul(text)]
+        out: list[list[str]] = [[] for _ in checked]
+        korean_tokens = self.kiwi.tokenize_many([checked[i] for i in korean], show_progress_bar)
+        for i, tokens in zip(korean, korean_tokens, strict=True):
+            out[i] = tokens
+        korean_set = set(korean)
+        for i, text in enumerate(checked):
+            if i not in korean_set:
+                out[i] = self.word(text)
+        return out
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """Name and the settings of both inner tokenizers."""
+        return {
+            "name": self.name,
+            "kiwi": self.kiwi.get_config_dict(),
+            "word": self.word.get_config_dict(),
+        }
+
+    def __repr__(self) -> str:
+        return f"AutoTokenizer(kiwi={self.kiwi!r}, word={self.word!r})"
+
+
+def get_tokenizer(name: str) -> Tokenizer:
+    """A tokenizer with default settings by name: "auto", "kiwi" or "word"."""
+    if name == "kiwi":
+        return KiwiTokenizer()
+    if name == "word":
+        return WordTokenizer()
+    if name == "auto":
+        return AutoTokenizer()
+    raise ValueError(f"unknown tokenizer {name!r}; valid names: {', '.join(TOKENIZER_NAMES)}")
+
+
+def tokenizer_from_config(config: Mapping[str, Any]) -> Tokenizer:
+    """Rebuild a tokenizer from its `get_config_dict()` (how a saved index restores its tokenizer)."""
+    name = config.get("name")
+    if name == "word":
+        return WordTokenizer(stopwords=config.get("stopwords"))
+    if name == "kiwi":
+        return KiwiTokenizer(pos_tags=config.get("pos_tags"), stopwords=config.get("stopwords"))
+    if name == "auto":
+        kiwi = tokenizer_from_config(config.get("kiwi", {"name": "kiwi"}))
+        word = tokenizer_from_config(config.get("word", {"name": "word"}))
+        if not isinstance(kiwi, KiwiTokenizer) or not isinstance(word, WordTokenizer):
+            raise ValueError("an 'auto' tokenizer config needs a 'kiwi' and a 'word' config inside")
+        return AutoTokenizer(kiwi=kiwi, word=word)
+    raise ValueError(
+        f"cannot rebuild tokenizer {name!r} from its config; built-in names: {', '.join(TOKENIZER_NAMES)}"
+    )

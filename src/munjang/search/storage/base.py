@@ -1,0 +1,275 @@
+"""The storage contract and its vocabulary: what a collection needs from where it lives.
+
+A backend is three parts, each a Protocol below:
+- a `Store`: documents (one row per passage), metadata, lexical tokens, the embedding cache and a
+  deletion log, transactional; the source of truth every index is derived from;
+- a `DenseSearch`: the vector index kept in step with the store (`sync`) and searched by
+  `Collection`; an in-memory one (`live_index.DenseIndex`) replays the store's `vectors_after` and
+  `deletions_after`, a database-side one (`postgres_dense.PostgresDense`) needs no replay;
+- a `Backend`: creates, opens and lists collections in one place, holds the one-writer lock, saves
+  what the dense index keeps outside the store, and tells its own errors from others.
+
+Retrieval is a capability a backend may provide itself; munjang's in-process indexes, which replay
+the store, are the fallback. Each capability is a Protocol checked with `isinstance`:
+- `ProvidesLexical`: the backend answers BM25 itself (`lexical_index`); otherwise the collection
+  keeps a `live_lexical.LexicalIndex` over the store's `LexicalTokens`;
+- `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
+  the in-process `live_retrievers` indexes replay; a store without them refuses such a collection.
+
+`Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
+`Backend` and talks to these parts only. Two backends exist: a folder with SQLite (`folder.py` +
+`sqlite_store.py`, the default) and PostgreSQL with pgvector (`postgres.py`, chosen by a
+`postgresql://` URL).
+
+Adding a backend (say `lancedb://`):
+1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
+   contract test that the existing stores pass: `tests/search/test_storage_contract.py`) and a class
+   satisfying `Backend` whose `dense_index` returns the in-memory `DenseIndex` (it replays the
+   store) or the database's own vector search;
+2. one line in `backends.SCHEMES`: `"lancedb": "lancedb:LanceBackend"`.
+Metadata filters reach a store compiled to SQL (`filters.compile_filter`, dialects "sqlite" and
+"postgres"); a store that is not SQL adds its dialect there.
+The collection tests run once per backend (`tests/helpers/collection_backends.py`); add it there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ...errors import MunjangError
+
+# The collection format: a store written by another version is refused with a hint, or upgraded.
+SCHEMA_VERSION = 2
+
+
+class CollectionError(MunjangError):
+    """A collection folder is missing, corrupt, locked, or asked to do something it cannot."""
+
+
+class StorageFullError(CollectionError):
+    """The disk holding a collection is full: the write was not made, and nothing committed is lost."""
+
+
+class ReadOnlyError(CollectionError):
+    """A collection on read-only media (or opened read-only) was asked to change."""
+
+
+def text_hash(text: str) -> str:
+    """The embedding-cache key of a text (SHA-256, hex)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A stored document or one passage of it: the user's id, the text and metadata, the internal
+    label, and for a passage its number and character span in the document (end None: to the end)."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    label: int = -1
+    chunk: int = 0
+    start: int = 0
+    end: int | None = None
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """How far an index has caught up: the highest label added and deletion sequence applied."""
+
+    label: int = 0
+    deletion: int = 0
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """A passage to insert: text, metadata JSON, the encoded text's hash, lexical tokens, and where
+    it lies in its document (chunk number, span, the whole document's hash when it has several)."""
+
+    id: str
+    text: str
+    metadata: str
+    text_hash: str
+    tokens: str
+    chunk: int = 0
+    start: int = 0
+    end: int | None = None
+    doc_hash: str | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A collection's document store. Labels are integers, increasing, never reused; every index
+    refers to passages by label. Writes happen inside `transaction()`."""
+
+    @property
+    def dialect(self) -> str:
+        """The SQL dialect metadata filters compile to (`filters.compile_filter`)."""
+        ...
+
+    def close(self) -> None: ...
+    def get_meta(self) -> dict[str, Any]: ...
+    def set_meta(self, values: dict[str, Any]) -> None: ...
+    def transaction(self) -> AbstractContextManager[Any]: ...
+    def snapshot(self) -> AbstractContextManager[None]: ...
+    def count(self) -> int: ...
+    def passage_count(self) -> int: ...
+    def has_passages(self) -> bool: ...
+    def has_documents(self) -> bool: ...
+    def watermark(self) -> Watermark: ...
+    def existing(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]: ...
+    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]: ...
+    def documents(self, labels: Sequence[int]) -> dict[int, Document]: ...
+    def documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]: ...
+    def iter_ids(self, batch: int = 10_000) -> Iterator[str]: ...
+    def labels_matching(self, where: str, params: Sequence[Any]) -> np.ndarray: ...
+    def count_matching(self, where: str, params: Sequence[Any]) -> int: ...
+    def vectors_after(
+        self, model: str, dim: int, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]: ...
+    def vectors_of(self, model: str, dim: int, labels: np.ndarray) -> np.ndarray: ...
+    def tokens_of(self, labels: Sequence[int]) -> dict[int, list[str]]: ...
+    def deletions_after(self, seq: int) -> np.ndarray: ...
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None: ...
+    def insert(self, rows: Sequence[NewRow], model: str) -> None: ...
+    def put_sources(self, sources: Sequence[tuple[str, str]]) -> None: ...
+    def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None: ...
+    def delete(self, ids: Sequence[str]) -> int: ...
+    def prune_embeddings(self, model: str) -> int: ...
+    def integrity_problems(self, model: str) -> list[str]: ...
+
+
+@runtime_checkable
+class LexicalTokens(Protocol):
+    """A store that hands out its passages' lexical tokens, for an in-process BM25 index."""
+
+    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        """(labels, token-cache keys, token lists) of the passages with label > `after`."""
+        ...
+
+
+@runtime_checkable
+class SparseVectors(Protocol):
+    """A store that keeps SPLADE vectors (token ids, weights) by text hash, for a sparse retriever."""
+
+    def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]: ...
+    def put_sparse(
+        self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> None: ...
+    def sparse_after(
+        self, model: str, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]: ...
+
+
+@runtime_checkable
+class TokenVectors(Protocol):
+    """A store that keeps ColBERT token matrices by text hash, for a multi-vector retriever."""
+
+    def cached_token_vectors(self, model: str, hashes: Iterable[str]) -> set[str]: ...
+    def put_token_vectors(
+        self, model: str, hashes: Sequence[str], matrices: Sequence[np.ndarray]
+    ) -> None: ...
+    def token_vectors_after(
+        self, model: str, after: int, batch: int = 5_000
+    ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]: ...
+
+
+class LexicalSearch(Protocol):
+    """A collection's BM25 retrieval, in-process (`live_lexical.LexicalIndex`) or the backend's own.
+    `incremental`: a commit's catch-up costs what it added (the writer then keeps it current)."""
+
+    incremental: bool
+
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def labels(self) -> np.ndarray: ...
+    def sync(self, store: Any, wait: bool = False) -> bool: ...
+    def search(
+        self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class ProvidesLexical(Protocol):
+    """A backend that answers BM25 itself (over the same Kiwi tokens, the same scoring)."""
+
+    def lexical_index(self, store: Store, config: dict[str, Any]) -> LexicalSearch: ...
+
+
+class DenseSearch(Protocol):
+    """A collection's vector index. `index` answers `ids()`, `memory_bytes()`, `len` and truth
+    (anything stored?). `persistent`: it keeps state outside the store that `Backend.save_dense`
+    writes; `sql_filters`: it filters by the compiled SQL condition itself (no allowed-labels list)."""
+
+    kind: str
+    watermark: Watermark
+    saved: Watermark
+    index: Any
+
+    @property
+    def persistent(self) -> bool: ...
+    @property
+    def sql_filters(self) -> bool: ...
+
+    def sync(self, store: Any) -> bool: ...
+    def search(
+        self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Backend(Protocol):
+    """Where one collection lives, and how to reach it."""
+
+    location: str  # shown in messages and info()["folder"]
+
+    @property
+    def kind(self) -> str:
+        """ "embedded", "postgres", ...: info()["backend"]."""
+        ...
+
+    @property
+    def folder(self) -> Path | None:
+        """The collection's folder, for backends that keep one."""
+        ...
+
+    def create(self, config: dict[str, Any]) -> None:
+        """Make the empty collection with this configuration, completely or not at all; an error
+        if it exists."""
+        ...
+
+    def open_store(self, readonly: bool) -> Store:
+        """The store of an existing collection (an error naming the location if there is none)."""
+        ...
+
+    def writable(self) -> bool:
+        """False where the collection cannot be changed (a folder on read-only media): it is then
+        opened read-only, and writes are refused with one clear error."""
+        ...
+
+    def reader(self) -> Callable[[], Store]:
+        """Opens another read-only store on the same collection (for work on other threads)."""
+        ...
+
+    def dense_index(self, store: Store, config: dict[str, Any]) -> DenseSearch:
+        """The collection's vector index, loaded and ready to `sync`."""
+        ...
+
+    def write_lock(self, store: Store, timeout: float) -> AbstractContextManager[None]:
+        """One writer at a time across processes; readers never take it."""
+        ...
+
+    def save_dense(self, dense: DenseSearch) -> None:
+        """Write what a `persistent` dense index keeps outside the store."""
+        ...
+
+    def size_bytes(self, store: Store) -> int:
+        """Bytes the collection's data takes where it lives."""
+        ...

@@ -1,0 +1,222 @@
+"""Indexes kept in step with a collection's document store.
+
+Each index remembers the store `Watermark` it has applied. `sync` reads, in one snapshot of the
+database, the documents added and the labels deleted since then and applies them. Adds replace and
+removes ignore absent labels, so applying a change twice is harmless: an index saved at any moment
+(or lost) is brought up to date by replaying from its watermark.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import numpy as np
+
+from ..index.exact import ExactIndex
+from .base import Watermark
+from .sqlite_store import DocumentStore
+
+# Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
+EXHAUSTIVE_LIMIT = 20_000
+
+
+class VectorIndex(Protocol):
+    """What ExactIndex and HNSWIndex share: labelled vectors, top-k search, larger score = better."""
+
+    def __len__(self) -> int: ...
+    def add(self, ids: Any, vectors: Any) -> None: ...
+    def remove(self, ids: Any) -> Any: ...
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def ids(self) -> np.ndarray: ...
+    def memory_bytes(self) -> int: ...
+
+
+def replay(
+    store: Any, index: Any, since: Watermark, added: Callable[[int], Iterable[tuple[np.ndarray, Any]]]
+) -> Watermark:
+    """Apply to `index`, in one snapshot of the store, the labels deleted since `since` and the
+    (labels, values) batches `added(after_label)` reads; the watermark reached."""
+    with store.snapshot():
+        now = store.watermark()
+        if now.deletion > since.deletion:
+            removed = store.deletions_after(since.deletion)
+            if len(removed):
+                index.remove(removed)
+        if now.label > since.label:
+            for labels, values in added(since.label):
+                index.add(labels, values)
+    return now
+
+
+class StoreFollower(ABC):
+    """An extra retriever's index and the store watermark it has applied, caught up under a lock
+    (searches on several threads may each find it behind); `_added` names what the store holds for it."""
+
+    def __init__(self, model: str, dim: int, index: Any) -> None:
+        self.model, self.dim = model, int(dim)
+        self.index = index
+        self.watermark = Watermark()
+        self._lock = threading.Lock()
+
+    @abstractmethod
+    def _added(self, store: Any, after: int) -> Iterable[tuple[np.ndarray, Any]]:
+        """The (labels, values) batches the store holds for this retriever after label `after`."""
+
+    def sync(self, store: Any) -> bool:
+        """Apply what the store changed since the watermark; True if anything was applied."""
+        with self._lock:
+            if store.watermark() == self.watermark:
+                return False
+            self.watermark = replay(store, self.index, self.watermark, partial(self._added, store))
+            return True
+
+
+class DenseIndex:
+    """The collection's vector index: exact (in memory, rebuilt from the store on open) or HNSW
+    (saved in the folder, caught up from the store on open)."""
+
+    FILE = re.compile(r"dense-(\d+)-(\d+)\.hnsw")
+    sql_filters = False  # filters arrive as a list of allowed labels
+
+    def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
+        if kind not in ("exact", "hnsw"):
+            raise ValueError(f"unknown index kind {kind!r}; choose exact or hnsw")
+        self.kind, self.dim, self.metric, self.model, self.hnsw = kind, dim, metric, model, hnsw
+        self.index: Any = None
+        self.watermark = Watermark()
+        self.saved = Watermark()
+
+    @property
+    def persistent(self) -> bool:
+        """An HNSW graph is saved beside the store (rebuilding it is slow); an exact index is not."""
+        return self.kind == "hnsw"
+
+    def _new(self) -> Any:
+        if self.kind == "exact":
+            return ExactIndex(self.dim, self.metric)
+        from ..index.ann import HNSWIndex
+
+        return HNSWIndex(self.dim, metric=self.metric, **self.hnsw)
+
+    def load(self, folder: Path) -> None:
+        """The newest saved HNSW file whose name carries its watermark, else an empty index."""
+        self.index = self._new()
+        self.watermark = self.saved = Watermark()
+        if self.kind != "hnsw":
+            return
+        from ..index.ann import HNSWIndex
+
+        for path in sorted(
+            self._saved_files(folder),
+            key=lambda p: (self._mark(p).label, self._mark(p).deletion),
+            reverse=True,
+        ):
+            try:
+                self.index = HNSWIndex.load(path)
+            except Exception:  # a damaged derived file is rebuilt from the store
+                continue
+            self.watermark = self.saved = self._mark(path)
+            return
+
+    def _saved_files(self, folder: Path) -> list[Path]:
+        return [p for p in folder.iterdir() if self.FILE.fullmatch(p.name)]
+
+    def _mark(self, path: Path) -> Watermark:
+        match = self.FILE.fullmatch(path.name)
+        assert match is not None
+        return Watermark(int(match.group(1)), int(match.group(2)))
+
+    def sync(self, store: DocumentStore) -> bool:
+        """Apply what the store changed since the watermark; True if anything was applied."""
+        if self.index is None:
+            self.index = self._new()
+        now = store.watermark()
+        if now == self.watermark:
+            return False
+        self.watermark = replay(
+            store, self.index, self.watermark, lambda after: store.vectors_after(self.model, self.dim, after)
+        )
+        return True
+
+    def search(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (labels, scores) per query vector, among `allowed` labels when given (`where`, the
+        SQL form of the same filter, is for the PostgreSQL index and unused here)."""
+        index = self.index
+        if allowed is None and self.kind == "hnsw" and k >= len(index) <= EXHAUSTIVE_LIMIT:
+            # Asked to rank everything: a graph walk may not reach every node, an exact pass does.
+            return self._exact_subset(store, vectors, k, index.ids())
+        if allowed is None:
+            return cast(tuple[np.ndarray, np.ndarray], index.search(vectors, k))
+        if isinstance(index, ExactIndex):
+            return index.search(vectors, k, allowed=allowed)
+        return self._filtered_ann(store, vectors, k, allowed)
+
+    def _filtered_ann(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """HNSW cannot filter inside the graph walk here, so: a selective filter searches its few
+        documents exactly; a broad one over-fetches from the graph and drops what fails it, falling
+        back to exact search for any query left short."""
+        index = self.index
+        fraction = len(allowed) / max(len(index), 1)
+        if len(allowed) <= EXHAUSTIVE_LIMIT or fraction < 0.05:
+            return self._exact_subset(store, vectors, k, allowed)
+        fetch = min(len(index), math.ceil(2 * k / fraction))
+        labels, scores = index.search(vectors, fetch)
+        keep = np.isin(labels, allowed) & (labels >= 0)
+        out_l = np.full((len(vectors), k), -1, dtype=np.int64)
+        out_s = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+        for i in range(len(vectors)):
+            row_l, row_s = labels[i][keep[i]][:k], scores[i][keep[i]][:k]
+            if len(row_l) < min(k, len(allowed)):
+                exact_l, exact_s = self._exact_subset(store, vectors[i : i + 1], k, allowed)
+                row_l, row_s = exact_l[0], exact_s[0]
+            out_l[i, : len(row_l)], out_s[i, : len(row_s)] = row_l, row_s
+        return out_l, out_s
+
+    def _exact_subset(
+        self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        subset = ExactIndex(self.dim, self.metric)
+        subset.add(allowed, store.vectors_of(self.model, self.dim, allowed))
+        return subset.search(vectors, k)
+
+    def save(self, folder: Path) -> None:
+        """Write the HNSW graph under a name that records its watermark, then drop older files.
+
+        The save itself is atomic (temporary file, then rename), so a crash leaves either the old
+        file or the new one, and whichever is found is caught up from the store on open."""
+        if self.kind != "hnsw" or self.index is None or self.saved == self.watermark:
+            return
+        mark = self.watermark
+        # A save killed midway leaves a hidden temporary sibling; the caller holds the writer lock,
+        # so no other save is running and any such file is stale.
+        for stale in folder.glob(".dense-*.tmp*"):
+            stale.unlink(missing_ok=True)
+        target = folder / f"dense-{mark.label}-{mark.deletion}.hnsw"
+        self.index.save(target)
+        self.saved = mark
+        for path in self._saved_files(folder):
+            if path != target:
+                for extra in (path, *path.parent.glob(path.name + ".*")):
+                    if extra.exists():
+                        os.unlink(extra)
+
+
+def label_problems(what: str, held: np.ndarray, labels: np.ndarray) -> list[str]:
+    """One problem line when an index's labels (`held`) differ from the stored passages' `labels`."""
+    held = np.sort(held)
+    if np.array_equal(held, labels):
+        return []
+    missing, extra = np.setdiff1d(labels, held), np.setdiff1d(held, labels)
+    return [f"{what}: {len(missing)} documents missing, {len(extra)} deleted ones left"]

@@ -1,0 +1,70 @@
+"""The PostgreSQL backend: a collection is one schema in a database with pgvector, chosen by a
+`postgresql://` URL. The store (`postgres_store.py`) holds the vectors beside the passages, and
+pgvector searches them (`postgres_dense.py`); one writer at a time holds an advisory lock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .postgres_dense import PostgresDense
+from .postgres_store import PostgresStore, is_database_error, list_collections
+
+
+class PostgresBackend:
+    """The collection `name` in the database at `url`."""
+
+    kind = "postgres"
+    folder: Path | None = None
+
+    def __init__(self, url: str, name: str) -> None:
+        self.url, self.name = url, name
+        self.location = name
+
+    names = staticmethod(list_collections)
+    is_error = staticmethod(is_database_error)
+
+    def create(self, config: dict[str, Any]) -> None:
+        store = PostgresStore(self.url, self.name)
+        try:
+            store.create_schema(config)
+        finally:
+            store.close()
+
+    def writable(self) -> bool:
+        return True  # a database refuses writes itself, with its own error
+
+    def open_store(self, readonly: bool) -> PostgresStore:
+        store = PostgresStore(self.url, self.name, readonly=readonly)
+        try:
+            store.check_schema()
+        except BaseException:
+            store.close()
+            raise
+        self.location = str(store.path)
+        return store
+
+    def reader(self) -> Callable[[], PostgresStore]:
+        return lambda: PostgresStore(self.url, self.name, readonly=True)
+
+    def dense_index(self, store: Any, config: dict[str, Any]) -> PostgresDense:
+        return PostgresDense(store, config)
+
+    @contextmanager
+    def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
+        with store.write_lock(timeout):
+            yield
+
+    def save_dense(self, dense: Any) -> None:
+        """pgvector keeps its own index: nothing to write."""
+
+    def size_bytes(self, store: Any) -> int:
+        return int(store.database_bytes())
+
+
+if TYPE_CHECKING:
+    from .base import Backend
+
+    _CONTRACT: type[Backend] = PostgresBackend  # mypy checks the class against the contract

@@ -1,0 +1,103 @@
+"""Dense search inside PostgreSQL: pgvector's HNSW index (or an exact scan) over the documents table.
+
+pgvector filters after the graph walk: a `WHERE` clause drops rows from the `ef_search` candidates
+the index returns, so a selective filter can leave fewer than k. Each query that comes back short of
+min(k, matching documents) is run again exactly (ordered by an expression the index cannot serve,
+so PostgreSQL scans and sorts), the same rule the embedded HNSW collection follows. Scores are
+larger-is-better, as everywhere in munjang: cosine similarity (1 - `<=>`) or the dot product (- `<#>`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Watermark
+from .postgres_store import PostgresStore
+
+OPERATOR = {"cosine": "<=>", "dot": "<#>"}
+MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+
+
+class PostgresDense:
+    """The collection's vector index when it lives in PostgreSQL: nothing to load, sync or save;
+    filters are the compiled SQL condition, applied in the same query."""
+
+    persistent = False
+    sql_filters = True
+
+    def __init__(self, store: PostgresStore, config: dict[str, Any]) -> None:
+        self.store = store
+        self.kind = config["index"]
+        self.metric = config["metric"]
+        self.ef_search = int((config.get("hnsw") or {}).get("expansion_search", 64))
+        self.index = self
+        self.watermark = self.saved = Watermark()
+
+    def sync(self, store: Any) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return self.store.passage_count()
+
+    def __bool__(self) -> bool:
+        """Whether any document is stored, without counting them all (searches ask this first)."""
+        return self.store.has_documents()
+
+    def ids(self) -> np.ndarray:
+        return self.store.labels_matching("TRUE", [])
+
+    def memory_bytes(self) -> int:
+        """Size of the HNSW index relation (it is PostgreSQL's to cache, not this process's)."""
+        row = self.store.conn.execute(
+            "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'documents_embedding_hnsw'",
+            (self.store.schema,),
+        ).fetchone()
+        return int(row[0])
+
+    def search(
+        self,
+        store: Any,
+        vectors: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (labels, scores) per query vector among documents matching `where` (SQL, params)."""
+        condition, params = where if where is not None else ("TRUE", [])
+        labels = np.full((len(vectors), k), -1, dtype=np.int64)
+        scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+        matching: int | None = None
+        for i, vector in enumerate(np.asarray(vectors, dtype=np.float32)):
+            exact = self.kind == "exact" or k > MAX_EF_SEARCH
+            rows = self._query(vector, k, condition, params, exact)
+            if not exact and len(rows) < k:
+                if matching is None:
+                    matching = self.store.count_matching(condition, params)
+                if len(rows) < min(k, matching):
+                    rows = self._query(vector, k, condition, params, exact=True)
+            for j, (label, distance) in enumerate(rows):
+                labels[i, j] = label
+                scores[i, j] = 1.0 - distance if self.metric == "cosine" else -distance
+        return labels, scores
+
+    def _query(
+        self, vector: np.ndarray, k: int, condition: str, params: list[Any], exact: bool
+    ) -> list[tuple[int, float]]:
+        op = OPERATOR[self.metric]
+        # Ordering by an expression the index cannot serve ("+ 0") makes PostgreSQL scan and sort:
+        # exact whatever the planner settings or a cached plan of the indexed query say.
+        order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
+        sql = (
+            f"SELECT label, embedding {op} %s FROM {self.store.t('documents')} "
+            f"WHERE {condition} ORDER BY {order} LIMIT %s"
+        )
+        conn = self.store.conn
+        with conn.transaction():
+            if not exact:
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(self.ef_search, k), MAX_EF_SEARCH)}")
+            rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
+        return [(int(label), float(distance)) for label, distance in rows]

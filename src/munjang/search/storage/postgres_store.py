@@ -1,0 +1,518 @@
+"""The document store of a collection kept in PostgreSQL with pgvector: the source of truth and the
+vector index in one database, for teams whose data already lives there or outgrows one folder.
+
+Each collection is one schema, `munjang_<name>`, with the tables of the embedded store (`sqlite_store.py`)
+in PostgreSQL types:
+- `documents`: one row per passage: label (bigserial, never reused), id, chunk (unique with id),
+  span_start / span_end, text, metadata (jsonb), text_hash, doc_hash, tokens (jsonb, for BM25), and
+  `embedding vector(dim)`: the vector lives beside the passage, so pgvector's HNSW index
+  (`index="hnsw"`) or an exact scan (`index="exact"`) searches it in SQL.
+- `sources`: the whole text of each document stored as several passages.
+- `embeddings`: the embedding cache keyed by (model, text_hash), so a text seen before, even in a
+  deleted document, costs no encoding.
+- `deletions`: the log of removed labels; `state`: the watermark (last label, last deletion) that
+  derived in-process indexes (BM25) catch up from, updated in the same transaction as the data.
+- `meta`: the collection's configuration.
+
+Every write is one transaction; one writer at a time holds a session advisory lock on the schema
+name; readers never wait. The public surface matches `DocumentStore`, so `Collection` runs on either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from ...extras import install_hint
+from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark
+
+NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
+URL_SCHEMES = ("postgres", "postgresql")
+OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
+TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
+# Equality filters compile to jsonb containment (see filters.py), which this index answers.
+METADATA_INDEX = (
+    "CREATE INDEX IF NOT EXISTS documents_metadata_gin ON {documents} USING gin (metadata jsonb_path_ops)"
+)
+
+
+# Answers "is any document stored as several passages?" without a scan.
+PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chunk > 0"
+
+
+def is_postgres_url(value: object) -> bool:
+    """True for a `postgresql://` (or `postgres://`) connection URL."""
+    return isinstance(value, str) and urlsplit(value).scheme in URL_SCHEMES
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and `info()`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _connect(url: str) -> Any:
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise CollectionError(
+            f"PostgreSQL collections need psycopg and pgvector: {install_hint('psycopg')}"
+        ) from None
+    try:
+        conn = psycopg.connect(url, autocommit=True)
+    except psycopg.Error as e:
+        raise CollectionError(f"cannot connect to {redact(url)}: {str(e).strip()}") from None
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as e:
+        conn.close()
+        raise CollectionError(
+            f"{redact(url)}: the pgvector extension is not available ({str(e).strip()}); "
+            "install pgvector on the server or ask its administrator to CREATE EXTENSION vector"
+        ) from None
+    register_vector(conn)
+    return conn
+
+
+def list_collections(url: str) -> list[str]:
+    """Names of the munjang collections in the database at `url`."""
+    conn = _connect(url)
+    try:
+        rows = conn.execute(
+            "SELECT substr(schema_name, 9) FROM information_schema.schemata "
+            "WHERE schema_name LIKE 'munjang\\_%' ORDER BY schema_name"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def is_database_error(error: BaseException) -> bool:
+    """True for an error raised by psycopg (the server refused, failed or went away)."""
+    return type(error).__module__.partition(".")[0] == "psycopg"
+
+
+class PostgresStore:
+    """`DocumentStore` over one collection schema in PostgreSQL (see the module docstring)."""
+
+    dialect = "postgres"
+
+    def __init__(self, url: str, name: str, readonly: bool = False) -> None:
+        if not NAME.fullmatch(name):
+            raise CollectionError(
+                f"bad collection name {name!r}: a PostgreSQL collection's name is 1-50 letters, "
+                "digits, '_' or '-'"
+            )
+        self.url, self.name, self.readonly = url, name, readonly
+        self.schema = f"munjang_{name}"
+        self.path = f"{redact(url)} (collection {name})"
+        self.conn = _connect(url)
+        self._in_transaction = False
+
+    # -- naming and set-up -----------------------------------------------------------------------
+    def t(self, table: str) -> str:
+        """The quoted, schema-qualified name of one of this collection's tables."""
+        return f'"{self.schema}".{table}'
+
+    def exists(self) -> bool:
+        row = self.conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (self.schema,)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def check_schema(self) -> None:
+        rows = self.conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,)
+        ).fetchall()
+        if not rows:
+            raise CollectionError(f"{self.path}: no such collection")
+        missing = TABLES - {r[0] for r in rows}
+        if missing:
+            raise CollectionError(
+                f"{self.path}: not a munjang collection (missing {', '.join(sorted(missing))})"
+            )
+        if not self.readonly:
+            self._add_metadata_index()
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a collection written by an older munjang to this schema, in one transaction:
+        version 1 had one row per document with a unique id; passages need (id, chunk)."""
+        row = self.conn.execute(f"SELECT value FROM {self.t('meta')} WHERE key = 'schema_version'").fetchone()
+        if row is None or json.loads(row[0]) != 1:
+            return
+        documents = self.t("documents")
+        with self.transaction():
+            self.conn.execute(f"ALTER TABLE {documents} DROP CONSTRAINT IF EXISTS documents_id_key")
+            self.conn.execute(
+                f"ALTER TABLE {documents} ADD COLUMN chunk integer NOT NULL DEFAULT 0, "
+                "ADD COLUMN span_start integer NOT NULL DEFAULT 0, ADD COLUMN span_end integer, "
+                "ADD COLUMN doc_hash text, ADD UNIQUE (id, chunk)"
+            )
+            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
+            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
+            self.conn.execute(
+                f"UPDATE {self.t('meta')} SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+
+    def _add_metadata_index(self) -> None:
+        """Give a collection created before the metadata index existed its index (once)."""
+        found = self.conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = 'documents_metadata_gin'",
+            (self.schema,),
+        ).fetchone()
+        if found is None:
+            with self.transaction():
+                self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
+
+    def create_schema(self, config: dict[str, Any]) -> None:
+        """Tables, the text-hash index and (index="hnsw") pgvector's HNSW index, all or nothing."""
+        if self.exists():
+            raise CollectionError(f"{self.path} already exists: add to it, or choose another name")
+        dim, metric = int(config["dim"]), config["metric"]
+        if metric not in OPCLASS:
+            raise ValueError(f"metric {metric!r} has no pgvector operator class; choose {', '.join(OPCLASS)}")
+        hnsw = config.get("hnsw") or {}
+        with self.transaction():
+            self.conn.execute(f'CREATE SCHEMA "{self.schema}"')
+            self.conn.execute(f"CREATE TABLE {self.t('meta')} (key text PRIMARY KEY, value text NOT NULL)")
+            self.conn.execute(
+                f"CREATE TABLE {self.t('state')} (one boolean PRIMARY KEY DEFAULT true CHECK (one), "
+                "last_label bigint NOT NULL DEFAULT 0, last_deletion bigint NOT NULL DEFAULT 0)"
+            )
+            self.conn.execute(f"INSERT INTO {self.t('state')} DEFAULT VALUES")
+            self.conn.execute(
+                f"CREATE TABLE {self.t('documents')} (label bigserial PRIMARY KEY, id text NOT NULL, "
+                "chunk integer NOT NULL DEFAULT 0, span_start integer NOT NULL DEFAULT 0, span_end integer, "
+                "text text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', text_hash text NOT NULL, "
+                f"doc_hash text, tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL, "
+                "UNIQUE (id, chunk))"
+            )
+            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
+            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
+            self.conn.execute(f"CREATE INDEX ON {self.t('documents')} (text_hash)")
+            self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
+            self.conn.execute(
+                f"CREATE TABLE {self.t('embeddings')} (model text NOT NULL, text_hash text NOT NULL, "
+                f"vector vector({dim}) NOT NULL, PRIMARY KEY (model, text_hash))"
+            )
+            self.conn.execute(
+                f"CREATE TABLE {self.t('deletions')} (seq bigserial PRIMARY KEY, label bigint NOT NULL)"
+            )
+            if config["index"] == "hnsw":
+                m = int(hnsw.get("connectivity", 16))
+                ef = int(hnsw.get("expansion_add", 128))
+                self.conn.execute(
+                    f"CREATE INDEX documents_embedding_hnsw ON {self.t('documents')} "
+                    f"USING hnsw (embedding {OPCLASS[metric]}) WITH (m = {m}, ef_construction = {ef})"
+                )
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s)",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in config.items()],
+            )
+
+    def drop(self) -> None:
+        """Remove the collection's schema and everything in it."""
+        self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- configuration ---------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, Any]:
+        rows = self.conn.execute(f"SELECT key, value FROM {self.t('meta')}").fetchall()
+        return {key: json.loads(value) for key, value in rows}
+
+    def set_meta(self, values: dict[str, Any]) -> None:
+        with self.transaction():
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()],
+            )
+
+    # -- transactions and locks ------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One read-write transaction: committed on success, rolled back on any exception."""
+        if self.readonly:
+            raise CollectionError(f"{self.path} was opened read-only")
+        self._in_transaction = True
+        try:
+            with self.conn.transaction():
+                yield self.conn
+        finally:
+            self._in_transaction = False
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one consistent state of the database (a repeatable-read transaction)."""
+        if self._in_transaction:
+            yield
+            return
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+    @contextmanager
+    def write_lock(self, timeout: float) -> Iterator[None]:
+        """One writer per collection across processes and machines: a session advisory lock."""
+        if self.readonly:
+            raise CollectionError(f"{self.path} was opened read-only")
+        deadline = time.monotonic() + timeout
+        key = f"munjang:{self.schema}"
+        while not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise CollectionError(
+                    f"{self.path}: another process is writing (lock held longer than {timeout} s)"
+                )
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+    # -- reads -------------------------------------------------------------------------------------
+    def count(self) -> int:
+        """How many documents (not passages) are stored."""
+        query = f"SELECT count(*) FROM {self.t('documents')} WHERE chunk = 0"
+        return int(self.conn.execute(query).fetchone()[0])
+
+    def passage_count(self) -> int:
+        """How many passages (index entries) are stored."""
+        return int(self.conn.execute(f"SELECT count(*) FROM {self.t('documents')}").fetchone()[0])
+
+    def has_passages(self) -> bool:
+        """Whether any document is stored as several passages (a partial index answers it)."""
+        query = f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')} WHERE chunk > 0)"
+        return bool(self.conn.execute(query).fetchone()[0])
+
+    def watermark(self) -> Watermark:
+        row = self.conn.execute(f"SELECT last_label, last_deletion FROM {self.t('state')}").fetchone()
+        return Watermark(int(row[0]), int(row[1]))
+
+    def existing(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        rows = self.conn.execute(
+            f"SELECT id, label, coalesce(doc_hash, text_hash) FROM {self.t('documents')} "
+            "WHERE chunk = 0 AND id = ANY(%s)",
+            (list(ids),),
+        ).fetchall()
+        return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
+        rows = self.conn.execute(
+            f"SELECT text_hash FROM {self.t('embeddings')} WHERE model = %s AND text_hash = ANY(%s)",
+            (model, list(dict.fromkeys(hashes))),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def documents(self, labels: Sequence[int]) -> dict[int, Document]:
+        rows = self.conn.execute(
+            f"SELECT label, id, text, metadata, chunk, span_start, span_end FROM {self.t('documents')} "
+            "WHERE label = ANY(%s)",
+            ([int(x) for x in labels],),
+        ).fetchall()
+        return {int(r[0]): Document(r[1], r[2], r[3], int(r[0]), int(r[4]), int(r[5]), r[6]) for r in rows}
+
+    def documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]:
+        """Whole documents (a passaged one's full text from `sources`), by id."""
+        rows = self.conn.execute(
+            f"SELECT d.label, d.id, coalesce(s.text, d.text), d.metadata FROM {self.t('documents')} d "
+            f"LEFT JOIN {self.t('sources')} s ON s.id = d.id WHERE d.chunk = 0 AND d.id = ANY(%s)",
+            (list(ids),),
+        ).fetchall()
+        return {r[1]: Document(r[1], r[2], r[3], int(r[0])) for r in rows}
+
+    def iter_ids(self, batch: int = 10_000) -> Iterator[str]:
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT label, id FROM {self.t('documents')} WHERE label > %s AND chunk = 0 "
+                "ORDER BY label LIMIT %s",
+                (last, batch),
+            ).fetchall()
+            if not rows:
+                return
+            yield from (r[1] for r in rows)
+            last = rows[-1][0]
+
+    def has_documents(self) -> bool:
+        """Whether any document is stored, without counting them all."""
+        return bool(self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.t('documents')})").fetchone()[0])
+
+    def count_matching(self, where: str, params: Sequence[Any]) -> int:
+        """How many passages satisfy the compiled filter `where` (with its `params`)."""
+        query = f"SELECT count(*) FROM {self.t('documents')} WHERE {where}"
+        return int(self.conn.execute(query, list(params)).fetchone()[0])
+
+    def labels_matching(self, where: str, params: Sequence[Any]) -> np.ndarray:
+        rows = self.conn.execute(
+            f"SELECT label FROM {self.t('documents')} WHERE {where} ORDER BY label", list(params)
+        ).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_after(
+        self, model: str, dim: int, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(labels, vectors) of passages with label > `after`, in label order, in batches (the
+        vector is stored in the row, so `model` has no part here)."""
+        query = f"SELECT label, embedding FROM {self.t('documents')} WHERE label > %s ORDER BY label LIMIT %s"
+        while True:
+            rows = self.conn.execute(query, (after, batch)).fetchall()
+            if not rows:
+                return
+            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = np.zeros((len(rows), dim), dtype=np.float32)
+            for i, row in enumerate(rows):
+                vectors[i] = row[1].to_numpy() if hasattr(row[1], "to_numpy") else row[1]
+            yield labels, vectors
+            after = int(labels[-1])
+
+    def vectors_of(self, model: str, dim: int, labels: np.ndarray) -> np.ndarray:
+        """Float vectors of the given labels, in that order."""
+        out = np.zeros((len(labels), dim), dtype=np.float32)
+        position = {int(label): i for i, label in enumerate(labels)}
+        rows = self.conn.execute(
+            f"SELECT label, embedding FROM {self.t('documents')} WHERE label = ANY(%s)",
+            ([int(x) for x in labels],),
+        ).fetchall()
+        for label, vector in rows:
+            out[position[int(label)]] = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+        return out
+
+    def tokens_of(self, labels: Sequence[int]) -> dict[int, list[str]]:
+        """The stored lexical tokens of these passages (unknown labels left out)."""
+        rows = self.conn.execute(
+            f"SELECT label, tokens FROM {self.t('documents')} WHERE label = ANY(%s)",
+            ([int(x) for x in labels],),
+        ).fetchall()
+        return {int(r[0]): list(r[1]) for r in rows}
+
+    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        rows = self.conn.execute(
+            f"SELECT label, id, tokens FROM {self.t('documents')} WHERE label > %s ORDER BY label", (after,)
+        ).fetchall()
+        labels = np.asarray([r[0] for r in rows], dtype=np.int64)
+        return labels, [str(r[1]) for r in rows], [list(r[2]) for r in rows]
+
+    def deletions_after(self, seq: int) -> np.ndarray:
+        rows = self.conn.execute(
+            f"SELECT label FROM {self.t('deletions')} WHERE seq > %s ORDER BY seq", (seq,)
+        ).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    # -- writes (inside `transaction()`) ---------------------------------------------------------
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        data = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.conn.cursor().executemany(
+            f"INSERT INTO {self.t('embeddings')} (model, text_hash, vector) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [(model, h, data[i]) for i, h in enumerate(hashes)],
+        )
+
+    def insert(self, rows: Sequence[NewRow], model: str) -> None:
+        """New documents; each takes its vector from the embedding cache by text hash."""
+        if not rows:
+            return
+        cur = self.conn.cursor()
+        cur.executemany(
+            f"INSERT INTO {self.t('documents')} (id, chunk, span_start, span_end, text, metadata, text_hash, "
+            "doc_hash, tokens, embedding) SELECT %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, e.vector "
+            f"FROM {self.t('embeddings')} e WHERE e.model = %s AND e.text_hash = %s RETURNING label",
+            [
+                (
+                    *(r.id, r.chunk, r.start, r.end, r.text, r.metadata),
+                    *(r.text_hash, r.doc_hash, r.tokens, model, r.text_hash),
+                )
+                for r in rows
+            ],
+            returning=True,
+        )
+        labels: list[int] = []
+        while True:
+            labels.extend(row[0] for row in cur.fetchall())
+            if not cur.nextset():
+                break
+        if len(labels) != len(rows):
+            missing = len(rows) - len(labels)
+            raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
+        cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
+
+    def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
+        """The whole text of documents stored as several passages: (id, text)."""
+        if sources:
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('sources')} (id, text) VALUES (%s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET text = excluded.text",
+                list(sources),
+            )
+
+    def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
+        if updates:
+            self.conn.cursor().executemany(
+                f"UPDATE {self.t('documents')} SET metadata = %s::jsonb WHERE id = %s",
+                [(m, i) for i, m in updates],
+            )
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete documents (every passage of each); returns how many documents existed."""
+        rows = self.conn.execute(
+            f"DELETE FROM {self.t('documents')} WHERE id = ANY(%s) RETURNING label, chunk", (list(ids),)
+        ).fetchall()
+        self.conn.execute(f"DELETE FROM {self.t('sources')} WHERE id = ANY(%s)", (list(ids),))
+        labels = sorted(int(r[0]) for r in rows)
+        if labels:
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('deletions')} (label) VALUES (%s)", [(x,) for x in labels]
+            )
+            self.conn.execute(
+                f"UPDATE {self.t('state')} SET last_deletion = "
+                f"(SELECT coalesce(max(seq), 0) FROM {self.t('deletions')})"
+            )
+        return sum(1 for r in rows if r[1] == 0)
+
+    def prune_embeddings(self, model: str) -> int:
+        cur = self.conn.execute(
+            f"DELETE FROM {self.t('embeddings')} WHERE model != %s OR text_hash NOT IN "
+            f"(SELECT text_hash FROM {self.t('documents')})",
+            (model,),
+        )
+        return int(cur.rowcount)
+
+    def integrity_problems(self, model: str) -> list[str]:
+        problems: list[str] = []
+        index = self.conn.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'documents_embedding_hnsw'",
+            (self.schema,),
+        ).fetchone()
+        if index is not None and not index[0]:
+            problems.append("the HNSW index is invalid (REINDEX it)")
+        orphans = self.conn.execute(
+            f"SELECT count(*) FROM {self.t('documents')} d LEFT JOIN {self.t('embeddings')} e "
+            "ON e.model = %s AND e.text_hash = d.text_hash WHERE e.vector IS NULL",
+            (model,),
+        ).fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} documents have no embedding for {model!r}")
+        return problems
+
+    def database_bytes(self) -> int:
+        row = self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (self.schema,),
+        ).fetchone()
+        return int(row[0])
