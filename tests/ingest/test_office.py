@@ -5,6 +5,8 @@ passages the planner cuts from the outline."""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -110,6 +112,41 @@ def test_broken_files_are_read_errors(tmp_path: Path, name: str, data: bytes, me
     with pytest.raises(ReadError, match=message) as caught:
         read_file(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "required"),
+    [
+        ("bomb.docx", "word/document.xml"),
+        ("bomb.hwpx", "Contents/section0.xml"),
+        ("bomb.pptx", "ppt/presentation.xml"),
+        ("bomb.xlsx", "xl/workbook.xml"),
+    ],
+)
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path: Path, name: str, required: str) -> None:
+    """~70 MB of zeros deflate to ~70 KB (1000x): over what the upload's size allows, so the file is
+    refused from the zip's directory, whichever library would have read it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(required, b"<x/>")
+        archive.writestr("padding.bin", bytes(70 * 1024 * 1024))
+    path = write(tmp_path / name, buffer.getvalue())
+    with pytest.raises(ReadError, match="over the limit") as caught:
+        read_file(path)
+    assert "zip bomb" in str(caught.value)
+
+
+def test_a_highly_compressible_document_is_read(tmp_path: Path) -> None:
+    """One sentence repeated 20,000 times deflates more than MAX_RATIO times: under the floor of
+    what any zip may unpack to, so it reads; the ratio bound only applies above it."""
+    from munjang.ingest.containers import MAX_RATIO, UNPACKED_FLOOR
+
+    blocks = [("h1", "반복")] + [("p", "같은 문장이 계속 반복된다.")] * 20_000
+    raw = office.docx(blocks)
+    unpacked = sum(i.file_size for i in zipfile.ZipFile(io.BytesIO(raw)).infolist())
+    assert unpacked > MAX_RATIO * len(raw) and unpacked < UNPACKED_FLOOR
+    path = write(tmp_path / "long.docx", raw)
+    assert read_file(path).text.count("같은 문장이 계속 반복된다.") == 20_000
 
 
 def test_sniff_by_content() -> None:

@@ -13,6 +13,15 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ZIP_MAGIC = b"PK\x03\x04"
 # Zip members larger than this (uncompressed) are refused: a zip bomb would otherwise fill memory.
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
+# What a whole zip may unpack to: this many times its own size, at least UNPACKED_FLOOR, at most
+# MAX_MEMBER_BYTES. Office XML deflates 5-30x (a sparse sheet more); deflate bombs reach ~1000x.
+MAX_RATIO = 200
+UNPACKED_FLOOR = 64 * 1024 * 1024
+
+
+def unpacked_limit(packed: int) -> int:
+    """The most a zip of `packed` bytes may unpack to, in all its members together."""
+    return min(MAX_MEMBER_BYTES, max(UNPACKED_FLOOR, MAX_RATIO * packed))
 
 
 def open_zip(raw: bytes, path: str | Path, kind: str, required: str) -> zipfile.ZipFile:
@@ -33,6 +42,13 @@ def open_zip(raw: bytes, path: str | Path, kind: str, required: str) -> zipfile.
         raise ReadError(path, f"corrupt {kind} (bad zip: {e})") from None
     if required not in names:
         raise ReadError(path, f"not a {kind} file (no {required} in the zip)")
+    unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > unpacked_limit(len(raw)):
+        raise ReadError(
+            path,
+            f"{kind} unpacks to {unpacked} bytes from {len(raw)}, over the limit of "
+            f"{unpacked_limit(len(raw))} (a zip bomb?)",
+        )
     return archive
 
 
