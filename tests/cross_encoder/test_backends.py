@@ -117,7 +117,7 @@ def test_the_pick_keeps_the_fastest_within_the_bar() -> None:
     spread = float(np.std(reference))
     results = {  # (backend, precision) -> (scores, seconds)
         ("torch", "fp32"): (reference, 4.0),
-        ("openvino", "fp32"): (reference + [0, 0, 0.015 * spread, 0, 0], 2.0),  # within the bar, 2x
+        ("openvino", "fp32"): (reference + np.array([0, 0, 0.015 * spread, 0, 0]), 2.0),  # within the bar, 2x
         ("openvino", "bf16"): (reference + 0.05 * spread, 0.5),  # fastest, but off by 5% of the spread
     }
     trials = measure_all(lambda b, p, pairs: results[(b, p)], list(results), [("q", "d")] * 5)
