@@ -68,6 +68,7 @@ class ScoreBackends:
         # name -> (shape, dtype, checksum) of the transformer's weights while they are released
         self._released: dict[str, tuple[torch.Size, torch.dtype, tuple[float, float]]] | None = None
         self._loaded_state: Any = None  # weights_state when all weights were read from the folder
+        self._measuring = False
 
     def set_backend(
         self, backend: str = "torch", precision: str = "fp32", threads: int | None = None
@@ -101,7 +102,11 @@ class ScoreBackends:
         """What "auto" chose for this model on this machine, with the measurements."""
         with self._auto_lock:
             if self._auto_choice is None:
-                self._auto_choice = choose(self._measure, self._fingerprint(), self.device)
+                self._measuring = True  # torch's weights stay while the candidates alternate
+                try:
+                    self._auto_choice = choose(self._measure, self._fingerprint(), self.device)
+                finally:
+                    self._measuring = False
                 for precision in [p for p in self._scorers if p != self._auto_choice.precision]:
                     del self._scorers[precision]  # each holds a copy of the weights
                 if self._auto_choice.backend == "torch":
@@ -190,7 +195,12 @@ class ScoreBackends:
         if self._released is not None:
             return True
         loaded = self._loaded_state
-        if loaded is None or self._source_folder() is None or weights_state(self._weights()) != loaded:
+        if (
+            self._measuring
+            or loaded is None
+            or self._source_folder() is None
+            or weights_state(self._weights()) != loaded
+        ):
             return False
         model = self.transformer.auto_model
         self._released = {name: (p.shape, p.dtype, _checksum(p)) for name, p in model.named_parameters()}
