@@ -6,12 +6,14 @@ weights, fewer layers at the real width: see llm_shapes.py), reranking 100 Korea
 
 Each configuration runs in a fresh process (so its peak RSS is its own), in rounds that alternate
 the configurations so drift in the machine's speed falls on all alike; pairs/s is the median over
-rounds. Configurations: each library's default (torch fp32), torch with bf16 weights, and munjang's
+rounds. Configurations: each library's default (torch fp32), torch with bf16 weights, munjang's
 OpenVINO graph (the decoder and the two scored head rows) at f32 and bf16 (bf16 where the CPU has
-bf16 instructions); sentence-transformers' own ONNX / OpenVINO backends need `optimum` (not
-measured). Accuracy beside speed: the largest log-odds difference to sentence-transformers fp32 and
-the agreement of the top 10. Passages are AutoRAG-ko pages cut to
-`--chars` characters (a typical retrieval chunk), the queries its questions.
+bf16 instructions), and "munjang auto" (the fastest of torch fp32 / OpenVINO fp32 / bf16 whose scores
+stay torch fp32's, measured in the warm-up, outside the timing; `ran_on` says what it chose);
+sentence-transformers' own ONNX / OpenVINO backends need `optimum` (not measured). Accuracy beside
+speed: the largest log-odds difference to sentence-transformers fp32 and the agreement of the top 10.
+Passages are AutoRAG-ko pages cut to `--chars` characters (a typical retrieval chunk), the queries its
+questions.
 """
 
 from __future__ import annotations
@@ -63,15 +65,15 @@ def score_in_child(
     torch.set_num_threads(threads)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
     library, setting = config.split()
-    backend, precision = setting.split(":")
+    backend, precision = setting.split(":") if ":" in setting else (setting, "fp32")
     dtype = torch.bfloat16 if precision == "bf16" and backend == "torch" else torch.float32
     raw = torch.nn.Identity()
     if library == "munjang":
         import munjang
 
         model = munjang.load_cross_encoder(folder, device="cpu", dtype=dtype)
-        if backend == "openvino":
-            model.set_backend("openvino", precision, threads=threads)
+        if backend in ("openvino", "auto"):
+            model.set_backend(backend, precision, threads=threads)
 
         def run(items: list[tuple[str, str]]) -> np.ndarray:
             return np.asarray(model.predict(items, batch_size=batch, activation=raw, show_progress_bar=False))
@@ -83,12 +85,21 @@ def score_in_child(
         def run(items: list[tuple[str, str]]) -> np.ndarray:
             return np.asarray(st.predict(items, batch_size=batch, activation_fn=raw, show_progress_bar=False))
 
-    run(pairs[:batch])  # warm-up: kernels, allocator, the OpenVINO graph's conversion
+    started = time.perf_counter()
+    run(pairs[:batch])  # warm-up: kernels, allocator, the OpenVINO graph's conversion, auto's measurement
+    first = time.perf_counter() - started
     started = time.perf_counter()
     scores = run(pairs)
     seconds = time.perf_counter() - started
     peak = peak_rss_bytes()
-    return {"seconds": seconds, "scores": scores.astype(np.float64).tolist(), "peak_rss_bytes": peak}
+    ran_on = "{}:{}".format(*model.configuration()) if library == "munjang" else setting
+    return {
+        "seconds": seconds,
+        "scores": scores.astype(np.float64).tolist(),
+        "peak_rss_bytes": peak,
+        "first_call_seconds": first,
+        "ran_on": ran_on,
+    }
 
 
 def load_pairs(queries: int, passages: int, chars: int) -> tuple[list[str], list[str]]:
@@ -160,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mib": round(max(o["peak_rss_bytes"] for o in outs) / 2**20),
             "max_abs_logodds_diff_vs_st_fp32": float(np.abs(scores - reference).max()),
             "top10_agreement_vs_st_fp32": top_overlap(scores, reference, args.passages),
+            "first_call_seconds": round(outs[0]["first_call_seconds"], 1),
+            "ran_on": outs[-1]["ran_on"],
         }
     for config, r in results.items():
         diff, top = r["max_abs_logodds_diff_vs_st_fp32"], r["top10_agreement_vs_st_fp32"]
@@ -168,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = {}
     for config, r in results.items():
         library, setting = config.split()
-        theirs = results.get(f"sentence-transformers torch:{setting.split(':')[1]}")
+        theirs = results.get(f"sentence-transformers torch:{setting.split(':')[-1]}")
         if library == "munjang" and theirs:
             ratios[setting] = round(r["pairs_per_s"] / theirs["pairs_per_s"], 3)
     print(f"munjang / sentence-transformers at the same precision, pairs/s: {ratios}")

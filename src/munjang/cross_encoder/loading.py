@@ -80,9 +80,10 @@ def load_cross_encoder(
     "native" uses the architecture's `*ForSequenceClassification` head (loaded when saved, new
     otherwise). `num_labels` sets the size of a new head (default 1) and must match a saved one.
     `activation` overrides the saved one (default: sigmoid for one label, identity for several).
-    `backend="openvino"` (with `precision` "fp32" or "bf16") runs an LLM reranker's scoring on
-    OpenVINO (`CrossEncoder.set_backend`); unset, `$MUNJANG_RERANK_BACKEND` ("openvino:bf16", ...)
-    chooses for LLM rerankers (so `munjang serve --reranker` can), else torch.
+    `backend="openvino"` (with `precision` "fp32" or "bf16") runs `predict` on OpenVINO, "auto" on
+    the fastest backend measured to keep torch fp32's scores (`CrossEncoder.set_backend`); unset,
+    `$MUNJANG_RERANK_BACKEND` ("auto", "openvino:bf16", ...) chooses (so `munjang serve --reranker`
+    can), else torch.
     """
     if head not in HEADS:
         raise ValueError(f"head must be one of {', '.join(HEADS)}, not {head!r}")
@@ -104,15 +105,17 @@ def load_cross_encoder(
     }
     saved_activation = _saved_activation(folder, trust_remote_code)
     modules: list[Module] | None = None
+    complete = False  # every weight read from the folder (none newly initialised)
     backbone: Transformer | None = None
     if head != "native" and (folder / "modules.json").exists():
         candidate = read_modules(folder, **load_kwargs)
         if head == "auto" and _writes_scores(candidate):
-            modules = candidate
+            modules, complete = candidate, True
         elif isinstance(candidate[0], Transformer) and candidate[0].task == "feature-extraction":
             backbone = candidate[0]  # a bi-encoder's transformer, wherever its folder is
     if modules is None and head in ("auto", "native") and _is_sequence_classifier(folder):
         modules = [Transformer.load(folder, task="sequence-classification", **load_kwargs)]
+        complete = True
     if modules is None and head == "native":
         config_kwargs = {"num_labels": num_labels or 1}
         modules = [
@@ -144,7 +147,9 @@ def load_cross_encoder(
         prompts=settings.prompts,
         default_prompt_name=settings.default_prompt_name,
     )
-    if backend is None and model.head == "causal-lm" and os.environ.get(RERANK_BACKEND_ENV):
+    if complete and num_labels in (None, model.num_labels):
+        model.mark_weights_from_folder()
+    if backend is None and os.environ.get(RERANK_BACKEND_ENV):
         backend, _, chosen = os.environ[RERANK_BACKEND_ENV].partition(":")
         precision = chosen or precision
     if backend not in (None, "torch"):

@@ -32,16 +32,15 @@ from tqdm.auto import tqdm
 
 from ..devices import resolve_device
 from ..formats import library_versions, write_modules
-from ..inference.causal_scores import OpenVINOCausalScorer
 from ..modules import Dense, Dropout, Module, Pooling, Transformer
 from ..modules.base import read_json, write_json
 from ..modules.causal_lm import CausalLMTransformer
 from ..modules.dense import activation_name
 from ..modules.logit_score import LOGIT_IDS_KEY, LogitScore
+from .backends import ScoreBackends
 
 PROGRESS_BAR_MIN_PAIRS = 1024
 HEADS = ("auto", "native", "seeds")
-BACKENDS = ("torch", "openvino")
 
 Pair = tuple[str, str]
 
@@ -61,7 +60,7 @@ def seeds_head(hidden_size: int, num_labels: int, dropout: float, init_std: floa
     return [Pooling(hidden_size, "cls"), Dropout(dropout), dense, Dropout(dropout), projection]
 
 
-class CrossEncoder(nn.Sequential):
+class CrossEncoder(ScoreBackends, nn.Sequential):
     """A transformer that reads a pair of texts and outputs `num_labels` logits (`features["scores"]`).
 
     Build one with `load_cross_encoder`. The first module is a `Transformer`; the last one writes
@@ -96,15 +95,14 @@ class CrossEncoder(nn.Sequential):
             raise ValueError(f"default_prompt_name {default_prompt_name!r} is not one of the prompts")
         self.default_prompt_name = default_prompt_name
         self.base_model = base_model
-        self.backend = "torch"
-        self._openvino: OpenVINOCausalScorer | None = None
+        self._init_backends()
         self.activation = activation or default_activation(self.num_labels)
         self.to(resolve_device(device))
         self.eval()
 
     def __setattr__(self, name: str, value: Any) -> None:
         # The activation is a plain attribute: as a sub-module it would join the pipeline's modules.
-        if name in ("activation", "_openvino"):
+        if name in ("activation", "_scorers"):
             object.__setattr__(self, name, value)
             return
         super().__setattr__(name, value)
@@ -164,21 +162,23 @@ class CrossEncoder(nn.Sequential):
             "device": str(self.device),
         }
 
-    def set_backend(
-        self, backend: str = "torch", precision: str = "fp32", threads: int | None = None
-    ) -> None:
-        """Where `predict` runs: "torch" (the module as loaded, any dtype) or "openvino" (an LLM
-        reranker only: its decoder and the two scored head rows as one graph, at "fp32" or "bf16";
-        built on first use, rebuilt when the weights change). Training always runs on torch."""
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if backend == "openvino":
-            if not isinstance(self.transformer, CausalLMTransformer) or self.device.type != "cpu":
-                raise ValueError("the openvino backend runs LLM rerankers (head 'causal-lm') on the CPU")
-            self._openvino = OpenVINOCausalScorer(self.transformer, precision, threads)
-        else:
-            self._openvino = None
-        self.backend = backend
+    def train(self, mode: bool = True) -> CrossEncoder:
+        """Training mode reads released weights back first (see `backends.py`)."""
+        if mode:
+            self._restore_torch_weights()
+        super().train(mode)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> CrossEncoder:
+        self._restore_torch_weights()  # released weights are read back before they move
+        super().to(*args, **kwargs)
+        return self
+
+    def forward(self, features: dict[str, Any]) -> dict[str, Any]:
+        """The modules in order on a padded batch (torch; released weights are read back first)."""
+        self._restore_torch_weights()
+        out: dict[str, Any] = super().forward(features)
+        return out
 
     # -- tokenizing ------------------------------------------------------------------------------
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str | None:
@@ -286,11 +286,14 @@ class CrossEncoder(nn.Sequential):
 
     def _scores(self, features: dict[str, Any]) -> Tensor:
         """(batch, num_labels) float logits of one padded batch, on the chosen backend."""
-        if self._openvino is not None:
-            features["causal_logits"] = self._openvino(features).unsqueeze(1)
-            features[LOGIT_IDS_KEY] = self._openvino.transformer.score_token_ids
-            return self[-1](features)["scores"].float()
-        return self(features)["scores"].float()
+        scorer = self.active_scorer()
+        if scorer is None:
+            return self(features)["scores"].float()
+        if not isinstance(self.transformer, CausalLMTransformer):
+            return scorer(features)
+        features["causal_logits"] = scorer(features).unsqueeze(1)
+        features[LOGIT_IDS_KEY] = self.transformer.score_token_ids
+        return self[-1](features)["scores"].float()
 
     def rank(
         self,
@@ -339,6 +342,7 @@ class CrossEncoder(nn.Sequential):
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the layout sentence-transformers' CrossEncoder reads (and munjang loads back)."""
+        self._restore_torch_weights()
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         write_modules(folder, list(self))  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """Data readers: STS pairs, NLI, parallel sentences, generic tables and sentences to encode."""
 
 from .beir import RetrievalData, load_beir, save_beir
-from .example import Example
+from .example import Example, ListwiseExample
 from .examples import sts_examples
 from .nli import NLI_LABELS, NLIData, TripletExamples, nli_pair_examples, nli_triplet_examples, read_nli
 from .parallel import (
@@ -21,6 +21,7 @@ __all__ = [
     "NLI_LABELS",
     "AlignedSTSPair",
     "Example",
+    "ListwiseExample",
     "NLIData",
     "ParallelData",
     "RetrievalData",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -24,3 +25,31 @@ class Example:
         for i, text in enumerate(self.texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+
+
+@dataclass(frozen=True)
+class ListwiseExample:
+    """One query with several documents and a relevance label for each (listwise cross-encoder losses).
+
+    The documents of a batch's examples may differ in number: the trainer scores every (query,
+    document) pair and pads the lists, and the listwise losses mask the padding out. Binary and graded
+    labels both work; `PListMLELoss` (by default) reads the documents' order as the ideal ranking.
+    """
+
+    query: str
+    documents: tuple[str, ...]
+    labels: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str):
+            raise TypeError(f"query is {type(self.query).__name__}, not str")
+        if not self.documents:
+            raise ValueError("a ListwiseExample needs at least one document")
+        if len(self.labels) != len(self.documents):
+            raise ValueError(f"{len(self.documents)} documents but {len(self.labels)} labels")
+        for i, text in enumerate(self.documents):
+            if not isinstance(text, str):
+                raise TypeError(f"documents[{i}] is {type(text).__name__}, not str")
+        for i, label in enumerate(self.labels):
+            if not isinstance(label, (int, float)) or not math.isfinite(label):
+                raise ValueError(f"labels[{i}] is {label!r}, not a finite number")

@@ -86,7 +86,8 @@ def pool(
     for mode in modes:
         if mode == "cls":
             first = mask.to(torch.int32).argmax(dim=1)
-            outputs.append(token_embeddings[torch.arange(len(first), device=first.device), first])
+            rows = torch.arange(first.shape[0], device=first.device)  # traced with the batch size
+            outputs.append(token_embeddings[rows, first])
         elif mode == "max":
             masked = token_embeddings.masked_fill(~mask.unsqueeze(-1), float("-inf"))
             outputs.append(masked.max(dim=1).values)

@@ -1,6 +1,6 @@
 """Training: examples, arguments, the trainer and its checkpoints."""
 
-from ..data.example import Example
+from ..data.example import Example, ListwiseExample
 from .adaptation import adapt, corpus_sentences
 from .args import TrainingArguments
 from .hard_negatives import mine_hard_negatives
@@ -10,6 +10,7 @@ from .trainer import Trainer
 
 __all__ = [
     "Example",
+    "ListwiseExample",
     "StaticFit",
     "Trainer",
     "TrainingArguments",

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..data.example import Example
+from ..data.example import Example, ListwiseExample
 from .args import TrainingArguments
 from .checkpoint import (
     LoopState,
@@ -32,6 +32,8 @@ from .checkpoint import (
 )
 from .checkpoint import save_checkpoint as write_checkpoint
 from .model_card import write_model_card
+
+TrainingItem = Example | ListwiseExample  # pairs, triplets, ... or a query with a list of documents
 
 
 class TrainableModel(Protocol):
@@ -89,6 +91,25 @@ def _labels(batch: Sequence[Example]) -> torch.Tensor | None:
     return torch.tensor(labels, dtype=torch.float32)
 
 
+def _columns_and_labels(
+    task: str, batch: Sequence[TrainingItem]
+) -> tuple[list[list[str]], torch.Tensor | None]:
+    """The text columns a model tokenizes and the labels of a batch. A batch of `ListwiseExample`s
+    becomes (query, document) pair columns and a NaN-padded label matrix (`listwise_batch`)."""
+    listwise = [ex for ex in batch if isinstance(ex, ListwiseExample)]
+    if listwise:
+        if len(listwise) != len(batch):
+            raise ValueError(f"data set {task!r} mixes ListwiseExample with Example")
+        from ..cross_encoder.losses.listwise import listwise_batch
+
+        return listwise_batch(listwise)
+    examples = [ex for ex in batch if isinstance(ex, Example)]
+    columns = len(examples[0].texts)
+    if any(len(ex.texts) != columns for ex in examples):
+        raise ValueError(f"data set {task!r} mixes examples with different numbers of texts")
+    return [[ex.texts[c] for ex in examples] for c in range(columns)], _labels(examples)
+
+
 def resolve_mixed_precision(choice: str, device: torch.device) -> str:
     """ "auto" -> bf16 on GPUs with bf16 and CPUs with AMX, fp16 on older GPUs, else "no"."""
     if choice != "auto":
@@ -117,7 +138,7 @@ class Trainer:
         self,
         model: TrainableModel,
         loss: nn.Module | Mapping[str, nn.Module],
-        train_data: Sequence[Example] | Mapping[str, Sequence[Example]],
+        train_data: Sequence[TrainingItem] | Mapping[str, Sequence[TrainingItem]],
         evaluator: Evaluator | None = None,
         args: TrainingArguments | None = None,
         *,
@@ -126,7 +147,7 @@ class Trainer:
     ) -> None:
         self.model = model
         self.args = args or TrainingArguments()
-        datasets: dict[str, Sequence[Example]] = (
+        datasets: dict[str, Sequence[TrainingItem]] = (
             dict(train_data) if isinstance(train_data, Mapping) else {"train": list(train_data)}
         )
         losses = dict(loss) if isinstance(loss, Mapping) else dict.fromkeys(datasets, loss)
@@ -137,7 +158,7 @@ class Trainer:
         for name, data in datasets.items():
             if len(data) == 0:
                 raise ValueError(f"training data {name!r} is empty")
-        self.datasets: dict[str, Sequence[Example]] = datasets
+        self.datasets: dict[str, Sequence[TrainingItem]] = datasets
         self.losses = losses
         self.evaluator = evaluator
         self.data_description = dict(data_description or {})
@@ -318,19 +339,15 @@ class Trainer:
         accelerator: Any,
         tasks: nn.Module,
         task: str,
-        batch: list[Example],
+        batch: list[TrainingItem],
         micro: int,
         last_micro: bool,
     ) -> float:
-        columns = len(batch[0].texts)
-        if any(len(ex.texts) != columns for ex in batch):
-            raise ValueError(f"data set {task!r} mixes examples with different numbers of texts")
-        texts = [[ex.texts[c] for ex in batch] for c in range(columns)]
+        texts, labels = _columns_and_labels(task, batch)
         features = [
             {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in tokens.items()}
             for tokens in self.model.training_features(texts, self.args.prompt_name)
         ]
-        labels = _labels(batch)
         if labels is not None:
             labels = labels.to(accelerator.device)
         accumulation = self.args.gradient_accumulation_steps

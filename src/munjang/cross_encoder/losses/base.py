@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from ..model import CrossEncoder
@@ -29,15 +30,32 @@ class CrossEncoderLoss(nn.Module, ABC):
             raise ValueError(f"{type(self).__name__} takes one batch of pairs, got {len(features)} batches")
         if labels is None:
             raise ValueError(f"{type(self).__name__} needs labels, got None")
-        device = self.model.device
-        batch = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features[0].items()}
-        logits = self.model(batch)["scores"]
+        logits = self.pair_logits(features[0])
         if labels.shape[0] != logits.shape[0]:
             raise ValueError(
                 f"{type(self).__name__} expects {logits.shape[0]} labels (one per pair), "
                 f"got {labels.shape[0]}"
             )
         return self.compute_from_logits(logits, labels.to(logits.device))
+
+    def pair_logits(self, batch: dict[str, Any], mini_batch_size: int = 0) -> Tensor:
+        """(pairs, num_labels) logits of one padded batch; `mini_batch_size > 0` runs that many rows
+        per forward pass (the graph of every pass is kept for the one backward)."""
+        device = self.model.device
+        batch = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+        rows = int(batch["input_ids"].shape[0])
+        if mini_batch_size <= 0 or mini_batch_size >= rows:
+            return self.model(batch)["scores"]
+        parts = []
+        for start in range(0, rows, mini_batch_size):
+            part = {
+                k: v[start : start + mini_batch_size]
+                if isinstance(v, Tensor) and v.shape[:1] == (rows,)
+                else v
+                for k, v in batch.items()
+            }
+            parts.append(self.model(part)["scores"])
+        return torch.cat(parts, dim=0)
 
     @abstractmethod
     def compute_from_logits(self, logits: Tensor, labels: Tensor) -> Tensor:
