@@ -87,6 +87,7 @@ def test_collection_has_no_backend_branches() -> None:
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 body[0] = ast.Pass()  # type: ignore[index]
         code = ast.unparse(tree)
-        for word in ("postgres", "sqlite", r"\bfolder is None", "DocumentStore", "FileLock", "live_index.Dense"):
+        words = ("postgres", "sqlite", r"\bfolder is None", "DocumentStore", "FileLock", "live_index.Dense")
+        for word in words:
             assert not re.search(word, code), f"{name} names {word}"
         assert "hasattr(store" not in code and "hasattr(backend" not in code, f"{name} probes a backend"
