@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from ..applications.projection import project_2d, umap_available
+from ..applications.projection import project_2d, script_groups, umap_available
 from ..inference.hardware import torch_threads
 from ..search import CollectionError, ReadOnlyError, StorageFullError
 from ..search.collection import Collection
@@ -521,7 +521,9 @@ def add_collection_routes(
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:
-        """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed."""
+        """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed; in a
+        collection of several scripts (Korean and English), each script's mean is removed first so
+        that the map groups meanings rather than languages."""
         target = await named(name)
         parsed = parse(MapRequest, await read_body(request, settings.max_body_bytes))
         check_filter(parsed.filter)
@@ -534,7 +536,9 @@ def add_collection_routes(
             raise APIError(400, message, "limit")
         docs, vectors = await target.read(lambda c: c.sample(parsed.limit, parsed.filter), gate, request)
         wanted = "pca" if parsed.method == "auto" and len(docs) > MAX_UMAP_POINTS else parsed.method
-        coords, method = await gate.run(lambda _: project_2d(vectors, wanted), request)
+        # Each script's vectors centred first: Korean and English of one topic land together.
+        groups = script_groups([d.text for d in docs])
+        coords, method = await gate.run(lambda _: project_2d(vectors, wanted, groups=groups), request)
         return {
             "object": "map",
             "method": method,
