@@ -273,8 +273,9 @@ class BackendSelection:
             self._restore_torch_weights()
         if found is None:
             release = self._release_before_compile(name, prec)
+            extra = {} if release is None else {"before_compile": release}  # only OpenVINO takes it
             found = build_backend(
-                name, prec, self.transformer, self.model_folder, self.backend_options, before_compile=release
+                name, prec, self.transformer, self.model_folder, self.backend_options, **extra
             )
             self._backends[key] = found
             self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
