@@ -1,13 +1,18 @@
 """A model's first use on a machine: what `load_encoder(name)` and its first `encode` cost before any
 exported graph or automatic choice is cached (the automatic backend measures every candidate once),
 and the same in a second process that reads the cache; with --serve, the same for what `make run`
-starts (`munjang serve --demo`): seconds until it answers an embedding request for each model.
+starts (`munjang serve --demo`): seconds until it answers its first embedding request, each model,
+and a demo search (the demo collection is built once the server runs), with the server's peak RSS
+then; and the phases of that start timed in a process that takes the same steps as `munjang serve`
+(imports, loading each model, warming, creating the app).
 
 Each model runs in fresh processes with an empty `MUNJANG_CACHE`; a named model is copied into a
 temporary models folder without its exported graphs (`onnx/`), so nothing built earlier is reused.
 
     python bench/first_use.py           # writes bench/results/first_use.json
     python bench/first_use.py --serve   # writes bench/results/first_use_serve.json
+
+Run it on a quiet machine: every figure here is CPU-bound on the cores it shares.
 
 `--models` takes "default" (the embedded all-MiniLM-L6-v2) and installed model names
 (`munjang models pull multilingual-e5-small` first).
@@ -93,25 +98,96 @@ def measure(name: str) -> dict[str, Any]:
     return {"first": first, "cached": again}
 
 
+PHASES = """
+import json, sys, time
+start = time.perf_counter()
+phases = {}
+def mark(name, since=[start]):
+    now = time.perf_counter()
+    phases[name] = round(now - since[0], 2)
+    since[0] = now
+import munjang.cli_serve, uvicorn, fastapi
+from munjang.encoder import load_encoder
+from munjang.models import DEFAULT_SERVE_MODELS
+mark("imports")
+served = munjang.cli_serve._named_models(None, DEFAULT_SERVE_MODELS)
+encoders = {}
+for name, path in served:
+    encoders[name] = load_encoder(path)
+    mark(f"load {name}")
+from munjang.server.backend_choice import BackgroundChoice
+provisional = BackgroundChoice.provisional(encoders)
+BackgroundChoice(provisional)  # serves those on torch fp32 (not started: nothing measured here)
+mark("check for a cached backend choice")
+for name, encoder in encoders.items():
+    encoder.encode("warm up") if name in provisional else encoder.warmup()
+    mark(f"warm {name}")
+from munjang.server import ServerSettings, create_app
+app = create_app(ServerSettings(models=encoders, model_processes=0))
+mark("create the app")
+print(json.dumps({"phases": phases, "total_s": round(time.perf_counter() - start, 2)}))
+"""
+
+
+def server_rss_mb(pid: int) -> dict[str, float]:
+    """The server process's RSS now and at its peak (VmHWM), in MB."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return {
+        key: round(int(status[field].split()[0]) / 1024, 1)
+        for key, field in (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))
+    }
+
+
 def serve_first_start(name: str) -> dict[str, Any]:
     """Seconds from starting `munjang serve --demo` with empty caches (`name`: its named model) until
-    each of its models has answered an embedding request (the server measures its models' backends
-    before it is healthy)."""
+    it answers its first embedding request (the default model), then each model, then a demo search;
+    the server measures its models' backends in the background meanwhile."""
     import httpx
 
     with tempfile.TemporaryDirectory(prefix="munjang-first-serve-") as tmp:
         env = fresh_environment(Path(tmp), name)
         start = time.perf_counter()
-        with running_server(["--demo"], env=env) as (url, _):
+        with running_server(["--demo"], env=env) as (url, server):
             healthy = time.perf_counter() - start
+            httpx.post(f"{url}/v1/embeddings", json={"input": "첫 요청"}, timeout=600).raise_for_status()
+            first = time.perf_counter() - start
+            memory = server_rss_mb(server.pid)
             models = [m["id"] for m in httpx.get(f"{url}/v1/models", timeout=60).json()["data"]]
             for model in models:
                 body = {"input": "첫 요청", "model": model}
                 httpx.post(f"{url}/v1/embeddings", json=body, timeout=600).raise_for_status()
             answered = time.perf_counter() - start
-    listed = ", ".join(models)
-    print(f"munjang serve --demo ({listed}): healthy at {healthy:.1f} s, all answered at {answered:.1f} s")
-    return {"models": models, "healthy_s": round(healthy, 2), "every_model_answered_s": round(answered, 2)}
+            search = {"query": "주식 폭락", "top_k": 1}
+            httpx.post(f"{url}/v1/collections/demo/search", json=search, timeout=600).raise_for_status()
+            demo = time.perf_counter() - start
+        listed = ", ".join(models)
+        print(
+            f"munjang serve --demo ({listed}): healthy at {healthy:.1f} s, first answer at {first:.1f} s "
+            f"(server RSS {memory['rss_mb']} MB, peak {memory['peak_rss_mb']} MB), all answered at "
+            f"{answered:.1f} s, demo searched at {demo:.1f} s",
+            flush=True,
+        )
+        phases = run_phases(fresh_environment(Path(tmp) / "phases", name))
+    print(f"  phases of the same start, in one process: {phases}")
+    return {
+        "models": models,
+        "healthy_s": round(healthy, 2),
+        "first_answer_s": round(first, 2),
+        "server_at_first_answer": memory,
+        "every_model_answered_s": round(answered, 2),
+        "demo_searched_s": round(demo, 2),
+        "phases": phases,
+    }
+
+
+def run_phases(env: dict[str, str]) -> dict[str, Any]:
+    """The start's steps timed in one process, on empty caches of their own."""
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"error: the phases run failed:\n{done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -173,8 +175,12 @@ def serve(
             path, device=device, backend=backend, precision=precision, threads=threads
         )
     # Models whose backend choice is still to be measured serve on torch fp32 until it is made.
-    background = BackgroundChoice(BackgroundChoice.provisional(encoders))
-    for encoder in encoders.values():
+    provisional = BackgroundChoice.provisional(encoders)
+    background = BackgroundChoice(provisional)
+    for name, encoder in encoders.items():
+        if name in provisional:  # torch compiles nothing: one short call builds what it keeps
+            encoder.encode("warm up")
+            continue
         encoder.warmup()
         if encoder.release_torch_weights():  # on an exported backend (cached choice): one copy of the weights
             release_memory()
@@ -195,15 +201,16 @@ def serve(
         for name, path in (_named_models(multi_vector_model) if multi_vector_model else [])
     }
     collection_paths = {Path(p).name: Path(p) for p in collection or []}
-    if demo:
+    builders: dict[str, Callable[[], object]] = {}
+    if demo and "demo" not in collection_paths:
         from .demo import demo_collection
         from .paths import cache_root
 
         first, source = served[0]
-        folder = demo_collection(
-            cache_root() / "demo" / first.replace("/", "--"), encoders[first], model=source
-        )
-        collection_paths.setdefault("demo", folder)
+        folder = cache_root() / "demo" / first.replace("/", "--")
+        collection_paths["demo"] = folder
+        # Built (or checked) on the collection's thread once the server runs: not before the first answer.
+        builders["demo"] = functools.partial(demo_collection, folder, encoders[first], model=source)
     settings = ServerSettings(
         models=encoders,
         rerankers=rerankers,
@@ -225,6 +232,7 @@ def serve(
         model_processes=_default_model_processes(encoders) if model_processes is None else model_processes,
         batch_max_tokens=batch_tokens,
         background_choice=background,
+        collection_builders=builders,
     )
     app = create_app(settings)
     # Bound and listening before the address is printed: a client that follows it at once is

@@ -133,7 +133,26 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
 
     @property
     def device(self) -> torch.device:
-        return next(self.parameters()).device
+        # nn.Module's own walk: freed weights (encoder_backend.py) are still on their device
+        return next(nn.Module.named_parameters(self))[1].device
+
+    # -- freed weights come back before anything reads them (encoder_backend.py) ----------------
+    def named_parameters(self, *args: Any, **kwargs: Any) -> Iterator[tuple[str, nn.Parameter]]:
+        self.restore_torch_weights()
+        return super().named_parameters(*args, **kwargs)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        self.restore_torch_weights()
+        return super().state_dict(*args, **kwargs)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:
+        if getattr(self, "_released", None) is not None:
+            self.restore_torch_weights()
+        return super()._apply(fn, recurse)
+
+    def forward(self, features: Any) -> Any:
+        self.restore_torch_weights()
+        return super().forward(features)
 
     @property
     def pooling(self) -> Pooling | None:
@@ -161,7 +180,7 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
             "embedding_dimension": self.get_embedding_dimension(),
             "max_seq_length": self.max_seq_length,
             "vocab_size": model["vocab_size"],
-            "parameters": sum(p.numel() for p in self.parameters()),
+            "parameters": self._parameter_count(),
             "pooling": "+".join(pooling.modes) if pooling else None,
             "dense": [f"{m.in_features}->{m.out_features}" for m in self if isinstance(m, Dense)],
             "normalize": self.normalizes,
@@ -170,6 +189,11 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
             "similarity_fn_name": self.similarity_fn_name,
             "device": str(self.device),
         }
+
+    def _parameter_count(self) -> int:
+        """How many weights the model has, counting freed ones (encoder_backend.py) at their shape."""
+        held = sum(p.numel() for _, p in nn.Module.named_parameters(self))  # freed ones hold none
+        return held + sum(shape.numel() for shape, _ in (self._released or {}).values())
 
     # -- encoding ------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str], prompt: str = "") -> dict[str, Any]:
@@ -474,6 +498,7 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         """Write the sentence-transformers layout, which munjang and sentence-transformers both load."""
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
+        self.restore_torch_weights()
         write_modules(folder, list(self))  # type: ignore[arg-type]
         EncoderSettings(self.prompts, self.default_prompt_name, self.similarity_fn_name).write(folder)
 
@@ -540,6 +565,6 @@ def load_encoder(
     encoder = SentenceEncoder(
         modules, settings.prompts, settings.default_prompt_name, settings.similarity_fn_name, device=device
     )
-    encoder.model_folder = folder
+    encoder.remember_folder(folder)
     encoder.set_backend(backend, precision, **(backend_options or {}))
     return encoder

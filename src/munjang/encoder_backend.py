@@ -5,10 +5,16 @@ fastest configuration measured to keep fp32 accuracy on this machine (`inference
 otherwise for a whole process). A precision without a backend ("auto" + "fp32") runs on torch, so
 `precision="fp32"` stays exact. While a model is being trained its weights change under any exported
 graph, so "auto" then runs on torch fp32 (exact, on the live weights) from the first optimizer step on.
+
+Once `encode` runs by default on OpenVINO, whose compiled graph holds its own copy of the weights, torch's
+copy is freed just before that graph is compiled (when the weights are still the model folder's): a
+process never holds both. Whatever needs them again (the torch backend, an export, `parameters()`,
+`state_dict()`, `save`, moving the model, training) reads them back from the folder first.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import threading
@@ -22,6 +28,7 @@ import torch
 from .inference.autotune import Choice, cached_choice, choose
 from .inference.backends import build_backend, resolve_backend
 from .inference.base import BACKENDS, TokenBackend
+from .inference.memory import release_freed_memory
 from .inference.weights_state import optimizer_generation, weights_state
 from .modules import Transformer
 
@@ -90,6 +97,23 @@ class BackendSelection:
         self._auto_baseline: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
         # name -> (shape, dtype) of the torch weights while they are released (release_torch_weights)
         self._released: dict[str, tuple[torch.Size, torch.dtype]] | None = None
+        # (optimizer generation, weights state) when the weights were last the model folder's
+        self._folder_state: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
+
+    def remember_folder(self, folder: Path) -> None:
+        """Record that the weights now in memory are the ones in `folder` (what `load_encoder` read):
+        only then may they be freed and read back from it."""
+        self.model_folder = folder
+        if isinstance(self.input_module, Transformer):
+            self._folder_state = (optimizer_generation(), weights_state(self._weights()))
+
+    def _weights_from_folder(self) -> bool:
+        """Whether the weights in memory are still the model folder's (none changed them since)."""
+        if self._released is not None:
+            return True
+        if self.model_folder is None or self._folder_state is None:
+            return False
+        return weights_state(self._weights()) == self._folder_state[1]  # any in-place edit or step
 
     def set_backend(self, backend: str | None = None, precision: str | None = None, **options: Any) -> None:
         """Choose what `encode` runs on by default: `backend` auto | torch | onnx | openvino and
@@ -161,13 +185,40 @@ class BackendSelection:
         model folder. True when released; a model without a folder, or on torch, keeps them."""
         if self._released is not None:
             return True
-        if self.model_folder is None or self.configuration()[0] == "torch":
+        if not self._weights_from_folder() or self.configuration()[0] == "torch":
             return False
+        self._release()
+        return True
+
+    def _release(self) -> None:
+        """Swap every transformer weight for an empty tensor (shapes kept to check the read-back)."""
         model = self.transformer.auto_model
         self._released = {name: (p.shape, p.dtype) for name, p in model.named_parameters()}
         for parameter in model.parameters():
             parameter.data = torch.empty(0, dtype=parameter.dtype)
-        return True
+        self.transformer.restore_weights = self.restore_torch_weights
+        gc.collect()
+        release_freed_memory()
+
+    def restore_torch_weights(self) -> None:
+        """Read freed torch weights back from the model folder (a no-op when they are in memory)."""
+        if self._released is not None:
+            self._restore_torch_weights()
+
+    def _release_before_compile(self, name: str, precision: str) -> Callable[[], None] | None:
+        """What `build_backend` runs before compiling (name, precision): free torch's weights, when the
+        backend is OpenVINO and what `encode` runs on by default (so no call needs torch meanwhile)
+        and the weights are the folder's to read back. None when they are to stay."""
+        if name != "openvino" or self._released is not None or not self._weights_from_folder():
+            return None
+        if self.backend_name == AUTO and self.precision == AUTO:
+            known = self._auto_choice.get(str(self.device))
+            default = (known.backend, known.precision) if known is not None else None
+        else:
+            default = (self.backend_name, self.precision)
+        if default != (name, precision):
+            return None
+        return self._release
 
     def _restore_torch_weights(self) -> None:
         """Read the released weights back from the model folder, checked against what was released."""
@@ -190,6 +241,8 @@ class BackendSelection:
                 raise RuntimeError(f"{self.model_folder} changed since its weights were released ({name})")
             parameter.data = fresh[name].data.to(kind)
         self._released = None
+        self.transformer.restore_weights = None
+        self._folder_state = (optimizer_generation(), weights_state(self._weights()))
 
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""
@@ -219,7 +272,11 @@ class BackendSelection:
         if self._released is not None and (found is None or name == "torch"):
             self._restore_torch_weights()
         if found is None:
-            found = build_backend(name, prec, self.transformer, self.model_folder, self.backend_options)
+            release = self._release_before_compile(name, prec)
+            extra = {} if release is None else {"before_compile": release}  # only OpenVINO takes it
+            found = build_backend(
+                name, prec, self.transformer, self.model_folder, self.backend_options, **extra
+            )
             self._backends[key] = found
             self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
         return found
@@ -264,7 +321,8 @@ class BackendSelection:
             )
 
     def _weights(self) -> list[torch.Tensor]:
-        return list(self.transformer.parameters())
+        """The transformer's weights as held (freed ones as empty tensors: nothing is read back)."""
+        return list(self.transformer.auto_model.parameters())
 
     def _trained_since_auto(self) -> bool:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
@@ -287,6 +345,8 @@ class BackendSelection:
         now = optimizer_generation()
         if now == generation:
             return False, record
+        if self._released is not None:  # freed weights take no optimizer steps: another model's
+            return False, (now, state)
         if weights_state(self._weights()) != state:
             return True, record
         return False, (now, state)

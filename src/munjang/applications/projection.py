@@ -3,11 +3,20 @@
 
 A map puts similar sentences near each other so a person can see a collection's topics at a
 glance; the server's web page draws it and shows each point's text on hover.
+
+In a multilingual model's space every language sits a little apart: each has its own mean vector,
+and in a collection of Korean and English sentences the gap between the two means is the largest
+direction of variance, so PCA's first axis (and UMAP's neighbourhoods) split the map by language
+instead of by meaning. `groups` (the map's language of each text: `script_groups`) removes that:
+each group's vectors are moved by the difference between its mean and the overall mean before
+projecting, so sentences of the same meaning land together whatever their language
+(bench/map_topics.py measures it on the demo collection; figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -22,6 +31,36 @@ def umap_available() -> bool:
         return importlib.util.find_spec("umap.umap_") is not None
     except ModuleNotFoundError:
         return False
+
+
+def script_groups(texts: Sequence[str]) -> list[str]:
+    """Each text's writing system for `project_2d`'s `groups`: "hangul" when Hangul letters are at
+    least a third of its letters, else "latin" (Latin, and other scripts with it)."""
+    groups = []
+    for text in texts:
+        letters = [c for c in text if c.isalpha()]
+        hangul = sum(
+            "\uac00" <= c <= "\ud7a3" or "\u1100" <= c <= "\u11ff" or "\u3130" <= c <= "\u318f"
+            for c in letters
+        )
+        groups.append("hangul" if letters and hangul * 3 >= len(letters) else "latin")
+    return groups
+
+
+def centre_groups(vectors: np.ndarray, groups: Sequence[str], min_size: int = 3) -> np.ndarray:
+    """`vectors` with each group's mean moved onto the overall mean (groups of fewer than `min_size`
+    rows, whose mean says little, stay where they are)."""
+    x = np.asarray(vectors, dtype=np.float32)
+    if len(groups) != len(x):
+        raise ValueError(f"{len(groups)} groups for {len(x)} vectors")
+    labels = np.asarray(groups)
+    out = x.copy()
+    overall = x.mean(axis=0)
+    for label in np.unique(labels):
+        rows = labels == label
+        if rows.sum() >= min_size and rows.sum() < len(x):
+            out[rows] += overall - x[rows].mean(axis=0)
+    return out
 
 
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
@@ -39,14 +78,19 @@ def pca_2d(vectors: np.ndarray) -> np.ndarray:
     return coords.astype(np.float32)
 
 
-def project_2d(vectors: np.ndarray, method: str = "auto", seed: int = 0) -> tuple[np.ndarray, str]:
+def project_2d(
+    vectors: np.ndarray, method: str = "auto", seed: int = 0, groups: Sequence[str] | None = None
+) -> tuple[np.ndarray, str]:
     """(n, 2) coordinates and the method used. "auto" is UMAP (cosine) when installed and there
-    are enough points for its neighbourhood graph, PCA otherwise."""
+    are enough points for its neighbourhood graph, PCA otherwise. `groups` (one label per row, e.g.
+    `script_groups(texts)`) centres each group first (see the module docstring)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     x = np.asarray(vectors, dtype=np.float32)
     if x.ndim != 2:
         raise ValueError(f"vectors must be a 2-D array, not {x.ndim}-D")
+    if groups is not None:
+        x = centre_groups(x, groups)
     if len(x) < 3:
         return np.zeros((len(x), 2), dtype=np.float32) if len(x) < 2 else pca_2d(x), "pca"
     if method == "umap" and not umap_available():

@@ -57,7 +57,11 @@ def munjang_version() -> str:
 
 
 def model_fingerprint(transformer: Any) -> str:
-    """SHA-256 (hex) of the backbone's class, config and every parameter and buffer, as held in memory."""
+    """SHA-256 (hex) of the backbone's class, config and every parameter and buffer, as held in memory
+    (weights an encoder freed are read back first)."""
+    ensure_weights = getattr(transformer, "ensure_weights", None)
+    if ensure_weights is not None:
+        ensure_weights()
     model = transformer.auto_model
     digest = hashlib.sha256()
     digest.update(f"{type(model).__module__}.{type(model).__qualname__}\n".encode())

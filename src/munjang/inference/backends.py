@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +37,13 @@ def build_backend(
     transformer: Transformer,
     model_folder: Path | None,
     options: dict[str, Any],
+    before_compile: Callable[[], None] | None = None,
 ) -> TokenBackend:
     """Construct the backend; ONNX and OpenVINO export (or reuse) their artefacts here.
 
     `options` may hold settings for any backend; each takes the ones it knows (torch: lean;
-    onnx: threads, optimize; openvino: threads)."""
+    onnx: threads, optimize; openvino: threads). `before_compile` runs once OpenVINO's graph files are
+    ready, before it compiles them (the other backends ignore it)."""
     if backend == "torch":
         from .torch_backend import torch_backend
 
@@ -57,5 +60,11 @@ def build_backend(
         from .openvino_backend import OpenVinoBackend
 
         threads = options.get("threads")
-        return OpenVinoBackend(transformer, model_folder=model_folder, precision=precision, threads=threads)
+        return OpenVinoBackend(
+            transformer,
+            model_folder=model_folder,
+            precision=precision,
+            threads=threads,
+            before_compile=before_compile,
+        )
     raise BackendError(f"unknown backend {backend!r}")

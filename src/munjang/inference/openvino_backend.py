@@ -19,6 +19,11 @@ other at a layer boundary and the caller pads and pools while they run, so a lon
 than one batch at a time with every thread, with the same vectors. Single sentences and
 one-batch calls keep the latency compilation, which gives every thread to the one request.
 
+The graph is read from the IR that `openvino_ir.py` converts the ONNX artefact to once, its weights
+mapped from disk rather than copied. `before_compile`, when given, runs once the files are ready and
+before the first compilation: the encoder frees torch's copy of the weights there, so a process never
+holds torch's weights and the compiled graph's at once (`SentenceEncoder.backend`).
+
 Each of the two is compiled twice over, on first use: batches of long inputs (`LONG_BATCH_TOKENS`
 wide or more) on a graph whose attention blocks OpenVINO's snippets fuse into one kernel, shorter ones
 on a graph without snippets, since the fused kernel is the slower one on short inputs.
@@ -31,7 +36,7 @@ import functools
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib.util import find_spec
 from itertools import chain, islice
 from pathlib import Path
@@ -44,8 +49,10 @@ from ..errors import MissingExtraError
 from ..extras import install_hint, require
 from .base import BackendError, Batch, K
 from .hardware import cpu_has_fast_bf16
+from .memory import drop_file_pages
 from .onnx_backend import check_precision
-from .onnx_export import batch_arrays, open_artifact
+from .onnx_export import batch_arrays, onnx_artifact
+from .openvino_ir import ir_artifact
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +119,7 @@ class OpenVinoBackend:
         model_folder: str | Path | None = None,
         precision: str = "fp32",
         threads: int | None = None,
+        before_compile: Callable[[], None] | None = None,
     ) -> None:
         check_precision(self.name, precision)
         ov = _openvino()
@@ -130,16 +138,41 @@ class OpenVinoBackend:
                 "the openvino backend's bf16 needs a CPU with bf16 instructions (AVX-512 BF16 or AMX); "
                 "this one has none: use precision fp32 or int8"
             )
+        core.set_property({"ENABLE_MMAP": True})  # IR weights mapped from disk, not copied
         self._read: tuple[Path, Any] | None = None  # the graph last read, shared by its compilations
-        self.model_path, compiled = open_artifact(
-            transformer, model_folder, variant, lambda path: self._compile(core, path), "OpenVINO"
-        )
+        self.model_path = onnx_artifact(transformer, model_folder, variant)  # the ONNX artefact
+        self.ir_path, self._weights_path = self._ir(ov, core, transformer, model_folder, variant)
+        if before_compile is not None:
+            before_compile()
+        try:
+            compiled = self._compile(core, self.ir_path)
+        except Exception as e:  # an IR that passed its checks yet does not load: converted once more
+            logger.warning("OpenVINO could not load %s (%s); converting it again", self.ir_path, e)
+            self._read = None
+            self.ir_path, self._weights_path = ir_artifact(ov, core, self.model_path, rebuild=True)
+            try:
+                compiled = self._compile(core, self.ir_path)
+            except Exception as again:
+                raise BackendError(f"OpenVINO cannot load {self.ir_path}: {again}") from again
         self._inputs = [port.get_any_name() for port in compiled.inputs]
         self._local = threading.local()
         self._core = core
         # (hint, long inputs) -> the graph compiled for them; the others are built on first use.
         self._models: dict[tuple[str, bool], Any] = {(PERFORMANCE_HINT, False): compiled}
         self._models_lock = threading.Lock()
+
+    def _ir(self, ov: Any, core: Any, transformer: Any, model_folder: Any, variant: str) -> tuple[Path, Path]:
+        """The IR of the ONNX artefact; an ONNX file that passed its hash check yet does not convert
+        is exported again once (while the torch weights are still there to export)."""
+        try:
+            return ir_artifact(ov, core, self.model_path)
+        except Exception as e:
+            logger.warning("OpenVINO could not read %s (%s); rebuilding it", self.model_path, e)
+        self.model_path = onnx_artifact(transformer, model_folder, variant, rebuild=True)
+        try:
+            return ir_artifact(ov, core, self.model_path, rebuild=True)
+        except Exception as again:
+            raise BackendError(f"OpenVINO cannot load {self.model_path}: {again}") from again
 
     def _compile(self, core: Any, path: Path, hint: str = PERFORMANCE_HINT, long: bool = False) -> Any:
         config: dict[str, Any] = {
@@ -151,14 +184,18 @@ class OpenVinoBackend:
         }
         if hint == "THROUGHPUT" and self.threads <= 2:
             config["NUM_STREAMS"] = self.threads
-        return core.compile_model(self._graph(core, path), "CPU", config)
+        compiled = core.compile_model(self._graph(core, path), "CPU", config)
+        # Compiling read every page of the mapped weights; those it uses as they are (the embedding
+        # table's rows) fault back in from the page cache when a batch reads them.
+        drop_file_pages(str(self._weights_path.resolve()))
+        return compiled
 
     def _graph(self, core: Any, path: Path) -> Any:
         """The graph at `path`, read once: every compilation of it shares the constants that it uses
         as they are (the embedding table, for one) instead of reading its own copy."""
         graph = self._read
         if graph is None or graph[0] != path:
-            graph = self._read = (path, core.read_model(str(path)))
+            graph = self._read = (path, core.read_model(str(path), str(self._weights_path)))
         return graph[1]
 
     def _model(self, hint: str, long: bool) -> Any:
@@ -167,7 +204,7 @@ class OpenVinoBackend:
         with self._models_lock:
             compiled = self._models.get((hint, long))
             if compiled is None:
-                compiled = self._models[hint, long] = self._compile(self._core, self.model_path, hint, long)
+                compiled = self._models[hint, long] = self._compile(self._core, self.ir_path, hint, long)
             return compiled
 
     @property

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import pickle
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from torch import nn
 
 from ..errors import CorruptModelError, InputTooLongError, ModelLoadError
 from .base import Features, Module, read_json, write_json
@@ -109,6 +110,21 @@ class Transformer(Module):
         self._wants_token_type_ids = "token_type_ids" in getattr(tokenizer, "model_input_names", [])
         pad_id = tokenizer.pad_token_id
         self.pad_token_id: int = int(pad_id) if pad_id is not None else 0
+        # Set while an encoder has freed the weights (encoder_backend.py): reads them back.
+        self.restore_weights: Callable[[], None] | None = None
+
+    def ensure_weights(self) -> None:
+        """Read back weights an encoder freed (encoder_backend.py); a no-op when they are in memory."""
+        if self.restore_weights is not None:
+            self.restore_weights()
+
+    def named_parameters(self, *args: Any, **kwargs: Any) -> Iterator[tuple[str, nn.Parameter]]:
+        self.ensure_weights()
+        return super().named_parameters(*args, **kwargs)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensure_weights()
+        return super().state_dict(*args, **kwargs)
 
     def _model_limit(self) -> int:
         """The longest input the backbone and tokenizer both accept."""
@@ -241,6 +257,7 @@ class Transformer(Module):
         return pad_batch(encoded, rows, self.pad_token_id)
 
     def forward(self, features: Features) -> Features:
+        self.ensure_weights()
         inputs = {k: features[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in features}
         output = self.auto_model(**inputs, return_dict=True)
         if self.task == "sequence-classification":
@@ -265,6 +282,7 @@ class Transformer(Module):
     def save(self, path: str | Path) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
+        self.ensure_weights()
         self.auto_model.save_pretrained(str(path), safe_serialization=True)
         self.tokenizer.save_pretrained(str(path))
         write_json(path / "sentence_bert_config.json", self.get_config_dict())

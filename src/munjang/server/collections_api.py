@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from ..applications.projection import project_2d, umap_available
+from ..applications.projection import project_2d, script_groups, umap_available
 from ..inference.hardware import torch_threads
 from ..search import CollectionError, ReadOnlyError, StorageFullError
 from ..search.collection.collection import Collection
@@ -73,7 +73,11 @@ class ServedCollection:
     while a search is in flight (at most `MAX_PAUSE_S`), and while searches are coming (one in the
     last `READ_WINDOW_S`) encodes with one torch thread fewer than the process has, so a search
     finds a core free; alone, a write uses them all. torch keeps the thread count per thread, so
-    reads set theirs."""
+    reads set theirs.
+
+    `deferred=True` opens the collection on the writer's thread without waiting (a collection built
+    on first use, such as the demo, while the server already answers): routes `await ready()` before
+    using it, and a collection that fails to open answers 503 naming why."""
 
     READ_WINDOW_S = 2.0
     MAX_PAUSE_S = 0.25
@@ -82,6 +86,7 @@ class ServedCollection:
         self,
         open_collection: Callable[[], Collection],
         open_twin: Callable[[Collection], Collection] | None = None,
+        deferred: bool = False,
     ) -> None:
         self._writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection")
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection-read")
@@ -94,14 +99,34 @@ class ServedCollection:
         self._reads_in_flight = 0
         self._last_read = -float("inf")
         self._reads_done = threading.Condition()
-        try:
-            self.collection = self._writes.submit(open_collection).result()
-            self.collection.pace = self._pace
-            self._writes.submit(self.collection.warm_up).result()
-        except BaseException:
-            self._writes.shutdown(wait=False)
-            self._reads.shutdown(wait=False)
-            raise
+        self._opened = self._writes.submit(self._open, open_collection)
+        if not deferred:
+            try:
+                self._opened.result()
+            except BaseException:
+                self._writes.shutdown(wait=False)
+                self._reads.shutdown(wait=False)
+                raise
+
+    def _open(self, open_collection: Callable[[], Collection]) -> Collection:
+        collection = open_collection()
+        collection.pace = self._pace
+        collection.warm_up()
+        return collection
+
+    @property
+    def collection(self) -> Collection:
+        """The open collection (waits while a deferred one is still opening)."""
+        return self._opened.result()
+
+    async def ready(self) -> ServedCollection:
+        """This collection once it is open (a deferred one may still be building); 503 if it failed."""
+        if not self._opened.done():
+            await asyncio.wait([asyncio.wrap_future(self._opened)])
+        error = self._opened.exception()
+        if error is not None:
+            raise APIError(503, f"this collection could not be opened: {error}") from error
+        return self
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
@@ -182,7 +207,8 @@ class ServedCollection:
         if self._twin is not None:
             self._reads.submit(self._twin.close).result()
         self._reads.shutdown(wait=True)
-        self._writes.submit(self.collection.close).result()
+        if self._opened.exception() is None:
+            self._writes.submit(self.collection.close).result()
         self._writes.shutdown(wait=True)
 
 
@@ -278,7 +304,12 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
             paths.setdefault(name, Path(settings.collections_dir) / name)
     models = settings.models
     served = {
-        name: ServedCollection(_opener(path, models), _twin_opener(path)) for name, path in paths.items()
+        name: ServedCollection(
+            _opener(path, models, prepare=settings.collection_builders.get(name)),
+            _twin_opener(path),
+            deferred=name in settings.collection_builders,
+        )
+        for name, path in paths.items()
     }
     if settings.collections_db is not None:
         for name in Collection.names(settings.collections_db):
@@ -287,9 +318,21 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
     return served
 
 
-def _opener(path: Path | str, models: dict[str, Any], backend: str | None = None) -> Callable[[], Collection]:
-    """Opens a served collection; a collection of a served model encodes with the served encoder."""
-    return lambda: share_served_encoder(Collection.open(path, backend=backend), models)
+def _opener(
+    path: Path | str,
+    models: dict[str, Any],
+    backend: str | None = None,
+    prepare: Callable[[], object] | None = None,
+) -> Callable[[], Collection]:
+    """Opens a served collection (after `prepare()`, which builds it, if given); a collection of a
+    served model encodes with the served encoder."""
+
+    def open_collection() -> Collection:
+        if prepare is not None:
+            prepare()
+        return share_served_encoder(Collection.open(path, backend=backend), models)
+
+    return open_collection
 
 
 def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Collection], Collection]:
@@ -309,15 +352,15 @@ def add_collection_routes(
     """Register the collection routes on the (key-protected) /v1 router. Searches and maps are
     bounded by `gate` (queue bound, deadline, cancelled when the client leaves)."""
 
-    def named(name: str) -> ServedCollection:
+    async def named(name: str) -> ServedCollection:
         found = served.get(name)
         if found is None:
             known = ", ".join(served) or "none"
             raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")
-        return found
+        return await found.ready()
 
     async def info_of(name: str) -> dict[str, Any]:
-        info: dict[str, Any] = await named(name).read(
+        info: dict[str, Any] = await (await named(name)).read(
             lambda collection: {**collection.info(), "images": holds_images(collection)}
         )
         return {"name": name, **info}
@@ -379,7 +422,7 @@ def add_collection_routes(
     @router.post("/collections/{name}/documents", openapi_extra=body_schema(AddRequest))
     async def add_documents(name: str, request: Request) -> dict[str, Any]:
         """Add (or skip / upsert) documents; everything is durable when the answer comes."""
-        target = named(name)
+        target = await named(name)
         parsed = parse(AddRequest, await read_body(request, settings.max_body_bytes))
         if not parsed.documents:
             raise APIError(400, "'documents' must not be empty", "documents", "empty_input")
@@ -401,7 +444,7 @@ def add_collection_routes(
     @router.post("/collections/{name}/delete", openapi_extra=body_schema(DeleteRequest))
     async def delete_documents(name: str, request: Request) -> dict[str, Any]:
         """Delete documents by id; unknown ids are ignored and not counted."""
-        target = named(name)
+        target = await named(name)
         parsed = parse(DeleteRequest, await read_body(request, settings.max_body_bytes))
         deleted = await target.call(target.collection.delete, parsed.ids)
         return {"deleted": deleted}
@@ -410,7 +453,7 @@ def add_collection_routes(
     async def search(name: str, request: Request) -> dict[str, Any]:
         """Dense, BM25, sparse, multi-vector, hybrid or bge-m3 search with an optional metadata filter
         and cross-encoder rerank."""
-        target = named(name)
+        target = await named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
         if (parsed.query is None) == (parsed.image is None):
             raise APIError(400, "give either 'query' (text) or 'image' (base64)", "query")
@@ -478,8 +521,10 @@ def add_collection_routes(
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:
-        """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed."""
-        target = named(name)
+        """A 2-D map of (up to `limit`) documents: PCA, or UMAP when umap-learn is installed; in a
+        collection of several scripts (Korean and English), each script's mean is removed first so
+        that the map groups meanings rather than languages."""
+        target = await named(name)
         parsed = parse(MapRequest, await read_body(request, settings.max_body_bytes))
         check_filter(parsed.filter)
         if parsed.method == "umap" and not umap_available():
@@ -491,7 +536,9 @@ def add_collection_routes(
             raise APIError(400, message, "limit")
         docs, vectors = await target.read(lambda c: c.sample(parsed.limit, parsed.filter), gate, request)
         wanted = "pca" if parsed.method == "auto" and len(docs) > MAX_UMAP_POINTS else parsed.method
-        coords, method = await gate.run(lambda _: project_2d(vectors, wanted), request)
+        # Each script's vectors centred first: Korean and English of one topic land together.
+        groups = script_groups([d.text for d in docs])
+        coords, method = await gate.run(lambda _: project_2d(vectors, wanted, groups=groups), request)
         return {
             "object": "map",
             "method": method,

@@ -68,7 +68,7 @@ def add_file_routes(
     @router.post("/collections/{name}/files", openapi_extra=body_schema(FileRequest))
     async def add_file(name: str, request: Request) -> dict[str, Any]:
         """Read one uploaded file (type by content) and add it as a document with its outline."""
-        target = named(name)
+        target = await named(name)
         parsed = parse(FileRequest, await read_body(request, settings.max_body_bytes))
         raw, kind = decode_file(parsed)
         label = PurePosixPath(parsed.name.replace("\\", "/")).name or "upload"

@@ -87,7 +87,7 @@ def add_image_routes(router: APIRouter, named: Callable[[str], Any]) -> None:
         """The stored image of an image document (a PNG thumbnail with `thumbnail`=N pixels)."""
         if thumbnail is not None and not 16 <= thumbnail <= MAX_THUMBNAIL:
             raise APIError(400, f"'thumbnail' must be 16 to {MAX_THUMBNAIL} pixels", "thumbnail")
-        target = named(name)
+        target = await named(name)
 
         def read(collection: Any) -> tuple[bytes, str]:
             document = collection.get([doc_id])[0]

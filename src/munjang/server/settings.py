@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +75,9 @@ class ServerSettings:
     multi_vector_models: dict[str, MultiVectorEncoder | M3MultiVectorView] = field(default_factory=dict)
     max_multi_vector_values: int = 4_000_000
     background_choice: BackgroundChoice | None = None
+    # name -> what builds that collection's folder before it is opened, on its own thread once the
+    # server runs: served collections built on first use (the demo) never hold up the first answer.
+    collection_builders: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.models:
