@@ -4,9 +4,10 @@ loads a second copy of its weights.
 A collection records its model as "default", a folder's absolute path, or a name / hub id as given
 (`search.collection.inputs.model_key`). A served encoder matches when that record, resolved without
 the network, is the encoder's `model_folder` (a served alias, `NAME=PATH`, is not matched by name:
-the record names a model, not an alias). The served encoder was loaded with the folder's own settings (pooling, prompts, sequence length), as a
-collection loads its model, so the vectors are the same model's; only the backend may differ, and
-the automatic choice keeps cosine >= 0.9999 to fp32.
+the record names a model, not an alias). The served encoder was loaded with the folder's own
+settings (pooling, prompts, sequence length), as a collection loads its model, so the vectors are
+the same model's; only the backend may differ, and the automatic choice keeps cosine >= 0.9999 to
+fp32.
 """
 
 from __future__ import annotations
