@@ -39,15 +39,16 @@ SQL_METHODS = ("lucene", "robertson", "atire")
 POSTINGS_TABLES = ("lexical_texts", "lexical_postings", "lexical_stats")
 
 IDF = {
-    "lucene": "ln(1 + (s.n - p.df + 0.5::float8) / (p.df + 0.5::float8))",
-    "robertson": "greatest(0, ln((s.n - p.df + 0.5::float8) / (p.df + 0.5::float8)))",
-    "atire": "ln(s.n / p.df::float8)",
+    "lucene": "ln(1 + ({n} - c.df + 0.5::float8) / (c.df + 0.5::float8))",
+    "robertson": "greatest(0, ln(({n} - c.df + 0.5::float8) / (c.df + 0.5::float8)))",
+    "atire": "ln({n} / c.df)",
 }
+# tf / (tf + k1 * (1 - b + b * length / mean)), with k1 (1 - b) and k1 b / mean computed once a query;
 # k1 and b enter as float literals (`float` checked, so nothing else can), the rest as parameters.
 TFC = {
-    "lucene": "p.tf / (p.tf + {k1} * (1 - {b} + {b} * p.length / s.mean))",
-    "robertson": "p.tf / (p.tf + {k1} * (1 - {b} + {b} * p.length / s.mean))",
-    "atire": "p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.length / s.mean))",
+    "lucene": "p.tf / (p.tf + {k1_b} + {per_length} * p.length)",
+    "robertson": "p.tf / (p.tf + {k1_b} + {per_length} * p.length)",
+    "atire": "p.tf * ({k1} + 1) / (p.tf + {k1_b} + {per_length} * p.length)",
 }
 
 
@@ -158,19 +159,22 @@ class PostgresLexical:
         self.method = str(config.get("method", "lucene"))
         self.k1, self.b = float(config.get("k1", 1.5)), float(config.get("b", 0.75))
         t = store.t
-        tfc = TFC[self.method].format(k1=f"{self.k1!r}::float8", b=f"{self.b!r}::float8")
-        # Every query term's postings (one index range scan each) with its document frequency;
-        # texts scored by the sum over query terms, then expanded to their passages and filtered.
+        k1, b, stats = f"{self.k1!r}::float8", f"{self.b!r}::float8", t("lexical_stats")
+        # The statistics as scalar subqueries: read once a query, and the planner knows them one row.
+        n = f"(SELECT texts::float8 FROM {stats})"
+        per_length = f"(SELECT {k1} * {b} * greatest(texts, 1) / nullif(length, 0) FROM {stats})"
+        k1_b = f"{self.k1 * (1 - self.b)!r}::float8"
+        tfc = TFC[self.method].format(k1=k1, k1_b=k1_b, per_length=per_length)
+        # Each query term's weight (query count x idf, its document frequency counted on the index),
+        # then its postings (one index range scan each) scored and summed per text; the texts are
+        # then expanded to their passages and filtered.
         self._scored = (
-            "WITH q AS (SELECT term, weight FROM unnest(%s::text[], %s::float8[]) "
-            "AS q(term, weight)), "
-            "s AS (SELECT texts::float8 AS n, length::float8 / greatest(texts, 1) AS mean "
-            f"FROM {t('lexical_stats')}), "
-            "p AS (SELECT p.text_id, p.tf::float8 AS tf, p.length, q.weight, "
-            f"count(*) OVER (PARTITION BY p.term) AS df FROM {t('lexical_postings')} p "
-            'JOIN q ON p.term = q.term COLLATE "C" WHERE p.term = ANY(%s::text[])), '
-            f"scored AS (SELECT p.text_id, sum(p.weight * {IDF[self.method]} * {tfc}) AS score "
-            "FROM p CROSS JOIN s GROUP BY p.text_id) "
+            f"WITH q AS (SELECT q.term, q.weight * {IDF[self.method].format(n=n)} AS w FROM "
+            "unnest(%s::text[], %s::float8[]) AS q(term, weight) CROSS JOIN LATERAL "
+            f"(SELECT count(*)::float8 AS df FROM {t('lexical_postings')} p "
+            'WHERE p.term = q.term COLLATE "C") AS c WHERE c.df > 0), '
+            f"scored AS (SELECT p.text_id, sum(q.w * {tfc}) AS score FROM q "
+            f'JOIN {t("lexical_postings")} p ON p.term = q.term COLLATE "C" GROUP BY p.text_id) '
         )
         self._passages = (
             f"JOIN {t('lexical_texts')} t ON t.text_id = x.text_id "
@@ -212,7 +216,7 @@ class PostgresLexical:
                 out.append([])
                 continue
             terms = list(counts)
-            params: list[Any] = [terms, [float(c) for c in counts.values()], terms]
+            params: list[Any] = [terms, [float(c) for c in counts.values()]]
             if where is None:
                 # Unfiltered: only the best k texts can give the best k passages.
                 sql = (
