@@ -27,12 +27,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .postgres_store import PostgresStore
+
+class PostgresStore(Protocol):
+    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
+    which imports this module)."""
+
+    conn: Any
+    schema: str
+
+    def t(self, table: str) -> str: ...
+
 
 # The methods scored in SQL (a document without a query term scores zero in them).
 SQL_METHODS = ("lucene", "robertson", "atire")
