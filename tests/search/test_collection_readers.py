@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from munjang.search.index import bm25
 from munjang.search.collection.collection import Collection
+from munjang.search.index import bm25
 
 
 @pytest.mark.parametrize("kind", ["embedded", "postgres"])
