@@ -26,6 +26,12 @@ Where the automatic backend encodes in a reduced precision, each setting's hybri
 encoded in exact torch fp32 (`hybrid-fp32-queries`): a near-tie can go either way.
 
 Only the page text goes into the collection (no file names or titles), as in the published runs.
+
+--backend postgres builds the collections in a PostgreSQL (pgserver's, started in --cache), where
+dense, BM25 and filters run in SQL: its figures should equal the folder backend's.
+
+    python bench/autorag.py --chunking default --name autorag-folder-default
+    python bench/autorag.py --chunking default --backend postgres --name autorag-postgres-default
 """
 
 from __future__ import annotations
@@ -129,6 +135,7 @@ def build(
     encoder: Any,
     rebuild: bool,
     multi_vector: tuple[str, Any] | None = None,
+    url: str | None = None,
 ) -> tuple[Collection, float | None]:
     """The collection for one chunking setting (with a multi-vector model when `multi_vector` gives
     its folder and loaded encoder): from the cache, or built (and its build time)."""
@@ -137,13 +144,20 @@ def build(
     if mv_model is not None:
         parts.append(model_stamp(mv_model))
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-    folder = cache / f"{name}-{key[:12]}"
-    if folder.exists() and not rebuild:
+    folder: Any = cache / f"{name}-{key[:12]}"
+    if url is not None:  # a collection in PostgreSQL, named like the folder
+        folder = f"autorag_{name.replace('-', '_')}_{key[:12]}"
+        if folder in Collection.names(url) and not rebuild:
+            return Collection.open(folder, backend=url, encoder=encoder), None
+        if folder in Collection.names(url):
+            Collection.open(folder, backend=url, encoder=encoder).store.drop()  # type: ignore[attr-defined]
+    elif folder.exists() and not rebuild:
         return Collection.open(folder, encoder=encoder, multi_vector_encoder=mv_encoder), None
-    shutil.rmtree(folder, ignore_errors=True)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
     start = time.perf_counter()
     extra = {"multi_vector_model": mv_model, "multi_vector_encoder": mv_encoder} if mv_model else {}
-    col = Collection.create(folder, MODEL, encoder=encoder, chunking=CHUNKINGS[name], **extra)
+    col = Collection.create(folder, MODEL, backend=url, encoder=encoder, chunking=CHUNKINGS[name], **extra)
     col.add(list(pages), list(pages.values()), show_progress_bar=True, batch_size=16, commit_every=100)
     return col, round(time.perf_counter() - start, 1)
 
@@ -167,8 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a ColBERT folder: collections hold it as a third retriever",
     )
+    parser.add_argument("--backend", choices=["folder", "postgres"], default="folder")
     args = parser.parse_args(argv)
     env = print_environment()
+    url = None
+    if args.backend == "postgres":
+        import pgserver
+
+        args.cache.mkdir(parents=True, exist_ok=True)
+        url = pgserver.get_server(args.cache / "pg", cleanup_mode="stop").get_uri()
     pages, questions, relevant = load_autorag()
     print(f"AutoRAG-ko: {len(pages)} pages, {len(questions)} questions", flush=True)
     encoder = munjang.load_encoder(MODEL)
@@ -207,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         methods["hybrid+rerank"] = {"mode": "hybrid", "rerank": reranker, "rerank_k": args.rerank_k}
     results: dict[str, Any] = {}
     for name in args.chunking.split(","):
-        col, build_s = build(args.cache, name, pages, encoder, args.rebuild, multi_vector)
+        col, build_s = build(args.cache, name, pages, encoder, args.rebuild, multi_vector, url)
         if multi_vector is not None:
             assert col.retrievers("hybrid") == ["dense", "lexical", "multi_vector"], col.retrievers("hybrid")
         row: dict[str, Any] = {"passages": col.info()["passages"], "build_s": build_s}
@@ -235,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         args.name,
         {
             "model": MODEL,
+            "backend": args.backend,
             "multi_vector_model": model_stamp(args.multi_vector_model),
             "hybrid_weights_order": ["dense", "lexical", "multi_vector"] if multi_vector else None,
             "cross_encoder": args.cross_encoder,

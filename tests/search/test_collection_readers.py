@@ -68,6 +68,9 @@ def test_a_reader_sees_each_commit_at_its_next_search_without_a_rebuild(
     writer.add(["b"], ["bananas and apples"])
     writer.delete(["a"])
     assert [h.id for h in reader.search("apples", mode="lexical")] == ["b"]
-    assert read and all(after > 0 for after in read)  # only what came after its watermark
+    if kind == "postgres":
+        assert read == []  # BM25 runs in SQL: the reader reads no tokens at all
+    else:
+        assert read and all(after > 0 for after in read)  # only what came after its watermark
     reader.close()
     writer.close()

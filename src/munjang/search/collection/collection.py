@@ -106,9 +106,12 @@ class Collection(CollectionSearch, CollectionEncoding):
         self._cross_encoders: dict[str, Any] = {}
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
+        own = None  # BM25 answered by the backend itself, where it can
+        if isinstance(backend, ProvidesLexical):
+            own = backend.lexical_index(store, self.config["lexical"])
         self.lexical: LexicalSearch = (
-            backend.lexical_index(store, self.config["lexical"])
-            if isinstance(backend, ProvidesLexical)
+            own
+            if own is not None
             else LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
         )
         self.extras = open_extras(self.config, store, encoders, device)

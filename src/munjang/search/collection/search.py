@@ -15,7 +15,7 @@ import numpy as np
 
 from ...images import is_image_input
 from ..index.fusion import FUSIONS, fuse
-from ..storage.base import DenseSearch, Document, LexicalSearch, Store
+from ..storage.base import DenseSearch, Document, FiltersLexicalInSql, LexicalSearch, Store
 from ..storage.filters import compile_filter
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
@@ -138,7 +138,9 @@ class CollectionSearch:
         allowed = where = None
         if filter is not None:
             where = compile_filter(filter, dialect=self.store.dialect)
-            if not self.dense.sql_filters or mode != "dense":
+            lexical_sql = isinstance(self.lexical, FiltersLexicalInSql)
+            in_sql = {"dense": self.dense.sql_filters, "lexical": lexical_sql}
+            if not all(in_sql.get(name, False) for name in names):
                 allowed = self.store.labels_matching(*where)
         shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
         with self.m3.shared() if shared else nullcontext():
@@ -193,7 +195,7 @@ class CollectionSearch:
         if name == "dense":
             return self._dense_search(queries, k, allowed, where, batch_size)
         if name == "lexical":
-            return self._lexical_search(queries, k, allowed)
+            return self._lexical_search(queries, k, allowed, where)
         results: list[list[tuple[int, float]]] = self.extras[name].search(self.store, queries, k, allowed)
         return results
 
@@ -239,13 +241,19 @@ class CollectionSearch:
         ]
 
     def _lexical_search(
-        self, queries: list[str], k: int, allowed: np.ndarray | None
+        self,
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None = None,
     ) -> list[list[tuple[int, float]]]:
         self.lexical.sync(self.store)
         if allowed is not None and len(allowed) == 0:
             return [[] for _ in queries]
         tokenizer = self._tokenizer()
         tokens = [tokenizer(q) for q in queries]
+        if isinstance(self.lexical, FiltersLexicalInSql):  # the filter runs in the backend's query
+            return self.lexical.search_where(tokens, k, where)
         results: list[list[tuple[int, float]]] = self.lexical.search(tokens, k, allowed)
         return results
 

@@ -198,10 +198,21 @@ class LexicalSearch(Protocol):
 
 
 @runtime_checkable
-class ProvidesLexical(Protocol):
-    """A backend that answers BM25 itself (over the same Kiwi tokens, the same scoring)."""
+class FiltersLexicalInSql(Protocol):
+    """A backend's BM25 that applies the compiled metadata filter inside its own query (no list of
+    allowed labels is fetched for it)."""
 
-    def lexical_index(self, store: Store, config: dict[str, Any]) -> LexicalSearch: ...
+    def search_where(
+        self, queries: Sequence[Sequence[str]], k: int, where: tuple[str, list[Any]] | None
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class ProvidesLexical(Protocol):
+    """A backend that answers BM25 itself (over the same Kiwi tokens, the same scoring); None
+    where it cannot for this collection (the in-process index then serves)."""
+
+    def lexical_index(self, store: Store, config: dict[str, Any]) -> LexicalSearch | None: ...
 
 
 class DenseSearch(Protocol):

@@ -1,6 +1,8 @@
 """The PostgreSQL backend: a collection is one schema in a database with pgvector, chosen by a
 `postgresql://` URL. The store (`postgres_store.py`) holds the vectors beside the passages, and
-pgvector searches them (`postgres_dense.py`); one writer at a time holds an advisory lock."""
+pgvector searches them (`postgres_dense.py`); BM25 is scored in SQL over postings kept beside them
+(`postgres_lexical.py`), so a process holds nothing per passage; one writer at a time holds an
+advisory lock."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .postgres_dense import PostgresDense
+from .postgres_lexical import PostgresLexical, served_in_sql
 from .postgres_store import PostgresStore, is_database_error, list_collections
 
 
@@ -52,6 +55,13 @@ class PostgresBackend:
     def dense_index(self, store: Any, config: dict[str, Any]) -> PostgresDense:
         return PostgresDense(store, config)
 
+    def lexical_index(self, store: Any, config: dict[str, Any]) -> PostgresLexical | None:
+        """BM25 in SQL; None (in process) for the methods that need every document (bm25l, bm25+)
+        and for a collection not yet given its postings (opened read-only before any writable open)."""
+        if served_in_sql(config) and store.has_postings():
+            return PostgresLexical(store, config)
+        return None
+
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
         with store.write_lock(timeout):
@@ -65,6 +75,8 @@ class PostgresBackend:
 
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from .base import Backend, LexicalSearch, ProvidesLexical
 
     _CONTRACT: type[Backend] = PostgresBackend  # mypy checks the class against the contract
+    _LEXICAL: type[ProvidesLexical] = PostgresBackend
+    _SEARCH: type[LexicalSearch] = PostgresLexical

@@ -13,6 +13,8 @@ in PostgreSQL types:
 - `deletions`: the log of removed labels; `state`: the watermark (last label, last deletion) that
   derived in-process indexes (BM25) catch up from, updated in the same transaction as the data.
 - `meta`: the collection's configuration.
+- `lexical_texts`, `lexical_postings`, `lexical_stats`: BM25's postings, derived from the tokens in
+  the same transactions, which PostgreSQL scores itself (`postgres_lexical.py`).
 
 Every write is one transaction; one writer at a time holds a session advisory lock on the schema
 name; readers never wait. The public surface matches `DocumentStore`, so `Collection` runs on either.
@@ -32,6 +34,13 @@ import numpy as np
 
 from ...extras import install_hint
 from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark
+from .postgres_lexical import (
+    create_postings,
+    has_postings,
+    index_passages,
+    postings_problems,
+    unindex_documents,
+)
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
 URL_SCHEMES = ("postgres", "postgresql")
@@ -119,6 +128,7 @@ class PostgresStore:
         self.path = f"{redact(url)} (collection {name})"
         self.conn = _connect(url)
         self._in_transaction = False
+        self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
 
     # -- naming and set-up -----------------------------------------------------------------------
     def t(self, table: str) -> str:
@@ -145,6 +155,7 @@ class PostgresStore:
         if not self.readonly:
             self._add_metadata_index()
             self._upgrade()
+            self._add_postings()
 
     def _upgrade(self) -> None:
         """Bring a collection written by an older munjang to this schema, in one transaction:
@@ -165,6 +176,25 @@ class PostgresStore:
             self.conn.execute(
                 f"UPDATE {self.t('meta')} SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
+
+    def has_postings(self) -> bool:
+        """Whether BM25's postings tables exist (a collection made before them gets them when a
+        writable munjang first opens it)."""
+        if self._postings is None:
+            self._postings = has_postings(self)
+        return self._postings
+
+    def _add_postings(self) -> None:
+        """Give a collection created before BM25 ran in SQL its postings, from its stored tokens:
+        once, in one transaction, under the writer lock (no write can slip between)."""
+        if self.has_postings():
+            return
+        with self.write_lock(timeout=600.0):
+            self._postings = None
+            if not self.has_postings():
+                with self.transaction():
+                    create_postings(self)
+                self._postings = True
 
     def _add_metadata_index(self) -> None:
         """Give a collection created before the metadata index existed its index (once)."""
@@ -221,10 +251,13 @@ class PostgresStore:
                 f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s)",
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in config.items()],
             )
+            create_postings(self)
+        self._postings = True
 
     def drop(self) -> None:
         """Remove the collection's schema and everything in it."""
         self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        self._postings = None
 
     def close(self) -> None:
         self.conn.close()
@@ -448,6 +481,8 @@ class PostgresStore:
             missing = len(rows) - len(labels)
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
         cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
+        if self.has_postings():
+            index_passages(self, min(labels), max(labels))
 
     def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
         """The whole text of documents stored as several passages: (id, text)."""
@@ -467,6 +502,8 @@ class PostgresStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete documents (every passage of each); returns how many documents existed."""
+        if self.has_postings():
+            unindex_documents(self, ids)
         rows = self.conn.execute(
             f"DELETE FROM {self.t('documents')} WHERE id = ANY(%s) RETURNING label, chunk", (list(ids),)
         ).fetchall()
@@ -507,6 +544,8 @@ class PostgresStore:
         ).fetchone()[0]
         if orphans:
             problems.append(f"{orphans} documents have no embedding for {model!r}")
+        if self.has_postings():
+            problems += postings_problems(self)
         return problems
 
     def database_bytes(self) -> int:
