@@ -70,7 +70,12 @@ def test_reopen_keeps_everything(backend: Backend, encoder) -> None:
     with backend.open("c", encoder=encoder) as c:
         assert len(c) == 6 and "ko-2" in c and "nope" not in c
         assert list(c.ids()) == list(DOCS)
-        assert c.search("a sleeping cat", k=3, mode="hybrid") == before
+        after = c.search("a sleeping cat", k=3, mode="hybrid")
+        if backend.kind == "qdrant":  # local mode reloads its vectors in float64: the 8th digit moves
+            assert [(h.id, h.text, h.metadata) for h in after] == [(h.id, h.text, h.metadata) for h in before]
+            assert [h.score for h in after] == pytest.approx([h.score for h in before], abs=1e-6)
+        else:
+            assert after == before
         assert c.check() == []
         doc = c.get(["ko-3", "missing"])
         assert doc[0] is not None and doc[0].metadata == {"lang": "ko", "year": 2022, "source": None}

@@ -40,8 +40,10 @@ DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
 LOCAL_COLLECTION = "passages"  # the one Qdrant collection in a local-mode collection's qdrant/ folder
 
-# Local mode locks its storage folder per client: one client per folder in this process, shared.
-_local_clients: dict[str, Any] = {}
+# Local mode locks its storage folder per client, so a process shares one client per folder among
+# the stores open on it (path -> [client, stores holding it]); the last store closed releases it,
+# and with it the folder, for another process.
+_local_clients: dict[str, list[Any]] = {}
 _clients_lock = threading.Lock()
 
 
@@ -52,7 +54,7 @@ def _options(url: str) -> dict[str, str]:
 def _folder(url: str) -> Path:
     """The folder of collection records named by a qdrant / qdrant+local URL."""
     parts = urlsplit(url)
-    raw = parts.path if parts.scheme == "qdrant" else parts.netloc + parts.path
+    raw = "/" + parts.path.lstrip("/") if parts.scheme == "qdrant" else parts.netloc + parts.path
     if not raw or raw == "/":
         example = "qdrant+local://FOLDER" if parts.scheme != "qdrant" else "qdrant://HOST:PORT/FOLDER"
         raise ValueError(f"{url!r} names no folder for the collections' records; use {example}")
@@ -63,34 +65,57 @@ def _folder(url: str) -> Path:
 def _close_local_clients() -> None:
     """Close the local engines before the interpreter tears down what their finalizers need."""
     with _clients_lock:
-        clients = list(_local_clients.values())
+        clients = [entry[0] for entry in _local_clients.values()]
         _local_clients.clear()
     for client in clients:
         client.close()
 
 
-def _local_client(path: Path) -> Any:
+def _acquire_local(path: Path) -> Any:
+    """The local engine on `path`, opened on first use; each call is matched by `_release_local`."""
     qdrant_client = require("qdrant_client")
     key = str(path.resolve())
     with _clients_lock:
-        client = _local_clients.get(key)
-        if client is None:
+        entry = _local_clients.get(key)
+        if entry is None:
             try:
-                client = qdrant_client.QdrantClient(path=key)
+                entry = [qdrant_client.QdrantClient(path=key), 0]
             except RuntimeError as e:  # another process holds the local storage
                 raise CollectionError(
-                    f"{path}: Qdrant's local mode is open in another process; one process at a time "
-                    "(use a Qdrant server, qdrant://, for several)"
+                    f"{path.parent}: Qdrant's local mode is open in another process; one process at a "
+                    "time (use a Qdrant server, qdrant://, for several)"
                 ) from e
-            _local_clients[key] = client
-        return client
+            _local_clients[key] = entry
+        entry[1] += 1
+        return entry[0]
 
 
-def _forget_local(path: Path) -> None:
+def _release_local(path: Path) -> None:
+    key = str(path.resolve())
     with _clients_lock:
-        client = _local_clients.pop(str(path.resolve()), None)
-    if client is not None:
-        client.close()
+        entry = _local_clients.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _local_clients[key]
+    entry[0].close()
+
+
+class QdrantRecords(DocumentStore):
+    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open."""
+
+    def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
+        super().__init__(path, readonly=readonly)
+        self.client, self._release = client, release
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            release, self._release = self._release, lambda: None
+            release()
 
 
 class QdrantBackend:
@@ -109,13 +134,16 @@ class QdrantBackend:
         self.options = _options(url)
         self.readonly = False
         self._lock: FileLock | None = None
+        self._points: QdrantPoints | None = None
 
     # -- where the points live ---------------------------------------------------------------------
-    def client(self) -> Any:
-        """The Qdrant client: the local engine in this collection's folder, or the server."""
+    def _connect(self, qdrant: Path) -> tuple[Any, Callable[[], None]]:
+        """A Qdrant client and the function that lets go of it: the local engine in `qdrant`, or
+        the server."""
         if self.local:
-            return _local_client(self.path / "qdrant")
-        return _server_client(self.url)
+            return _acquire_local(qdrant), lambda: _release_local(qdrant)
+        client = _server_client(self.url)
+        return client, client.close
 
     @property
     def collection_name(self) -> str:
@@ -125,8 +153,10 @@ class QdrantBackend:
     def names(url: str) -> list[str]:
         """The collections whose records are in the URL's folder."""
         parent = _folder(url)
+        if not parent.exists():
+            return []  # made by the first collection created there
         if not parent.is_dir():
-            raise CollectionError(f"{parent}: no such folder")
+            raise CollectionError(f"{parent}: not a folder")
         return sorted(p.name for p in parent.iterdir() if (p / DB_NAME).is_file())
 
     @staticmethod
@@ -149,29 +179,35 @@ class QdrantBackend:
             staging.mkdir()
         except OSError as e:
             raise storage_fault(e, target.parent) or e from e
-        client = None
+        client, release, made = None, None, False
         try:
             store = DocumentStore(staging / DB_NAME, create=True)
             store.set_meta(config)
             store.close()
-            client = _local_client(staging / "qdrant") if self.local else self.client()
+            client, release = self._connect(staging / "qdrant")
             QdrantPoints.create_collection(client, self.collection_name, config, self.options)
-            if self.local:
-                _forget_local(staging / "qdrant")
+            made = True
+            release()
+            release = None
             os.rename(staging, target)
         except BaseException:
-            if self.local:
-                _forget_local(staging / "qdrant")
-            elif client is not None and client.collection_exists(self.collection_name):
+            if made and not self.local and client is not None:
                 client.delete_collection(self.collection_name)
+            if release is not None:
+                release()
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
-    def open_store(self, readonly: bool) -> DocumentStore:
+    def open_store(self, readonly: bool) -> QdrantRecords:
         if not self.path.is_dir():
             raise CollectionError(f"{self.path}: no such collection")
         self.readonly = readonly
-        return DocumentStore(self.path / DB_NAME, readonly=readonly)
+        client, release = self._connect(self.path / "qdrant")
+        try:
+            return QdrantRecords(self.path / DB_NAME, readonly, client, release)
+        except BaseException:
+            release()
+            raise
 
     def writable(self) -> bool:
         return writable_media(self.path)
@@ -180,11 +216,11 @@ class QdrantBackend:
         path = self.path / DB_NAME
         return lambda: DocumentStore(path, readonly=True)
 
-    def points(self, config: dict[str, Any]) -> QdrantPoints:
+    def points(self, store: QdrantRecords, config: dict[str, Any]) -> QdrantPoints:
         """The Qdrant side of this collection; only a writer pushes the store's changes into it."""
-        found = getattr(self, "_points", None)
+        found = self._points
         if found is None:
-            client = self.client()
+            client = store.client
             if not client.collection_exists(self.collection_name):
                 raise CollectionError(
                     f"{self.location}: its Qdrant collection {self.collection_name!r} is missing"
@@ -196,7 +232,7 @@ class QdrantBackend:
         return found
 
     def dense_index(self, store: Any, config: dict[str, Any]) -> QdrantDense:
-        return QdrantDense(self.points(config))
+        return QdrantDense(self.points(store, config))
 
     def lexical_index(self, store: Any, config: dict[str, Any]) -> LexicalSearch:
         """Qdrant answers lucene BM25 (the default); the other methods need every document's
@@ -205,7 +241,7 @@ class QdrantBackend:
             from .live_lexical import LexicalIndex
 
             return LexicalIndex(config)
-        return QdrantLexical(self.points({**store.get_meta(), "lexical": config}), config)
+        return QdrantLexical(self.points(store, {**store.get_meta(), "lexical": config}), config)
 
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
