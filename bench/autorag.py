@@ -12,6 +12,8 @@ of a question's pages found in the top k: comparable with the published table in
         --name autorag_rerank
     python bench/autorag.py --chunking window,128 --name autorag_colbert \
         --multi-vector-model ~/.cache/munjang/bench/korean-colbert-e5-small
+    python bench/autorag.py --chunking default,whole --backend qdrant+local:///tmp/autorag-qdrant \
+        --name autorag-qdrant                       # the same rows on another storage backend
 
 With --multi-vector-model the collections also hold a ColBERT (a third retriever, `multi_vector`), and
 `hybrid` fuses BM25, dense and ColBERT at the collection's default fusion (equal weights, z-score). The
@@ -129,21 +131,34 @@ def build(
     encoder: Any,
     rebuild: bool,
     multi_vector: tuple[str, Any] | None = None,
+    backend: str | None = None,
 ) -> tuple[Collection, float | None]:
     """The collection for one chunking setting (with a multi-vector model when `multi_vector` gives
-    its folder and loaded encoder): from the cache, or built (and its build time)."""
+    its folder and loaded encoder): from the cache, or built (and its build time). With `backend` (a
+    URL) the collection lives there, named like the cache folder."""
     mv_model, mv_encoder = multi_vector if multi_vector else (None, None)
     parts: list[Any] = [MODEL, CHUNKINGS[name], munjang.__version__]
     if mv_model is not None:
         parts.append(model_stamp(mv_model))
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-    folder = cache / f"{name}-{key[:12]}"
-    if folder.exists() and not rebuild:
+    folder: Any = cache / f"{name}-{key[:12]}"
+    if backend is not None:
+        folder = f"{name}-{key[:12]}"
+        if folder in Collection.names(backend) and not rebuild:
+            return Collection.open(
+                folder, backend=backend, encoder=encoder, multi_vector_encoder=mv_encoder
+            ), None
+        if folder in Collection.names(backend):
+            raise SystemExit(f"{folder} exists in {backend}: remove it to rebuild")
+    elif folder.exists() and not rebuild:
         return Collection.open(folder, encoder=encoder, multi_vector_encoder=mv_encoder), None
-    shutil.rmtree(folder, ignore_errors=True)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
     start = time.perf_counter()
     extra = {"multi_vector_model": mv_model, "multi_vector_encoder": mv_encoder} if mv_model else {}
-    col = Collection.create(folder, MODEL, encoder=encoder, chunking=CHUNKINGS[name], **extra)
+    col = Collection.create(
+        folder, MODEL, backend=backend, encoder=encoder, chunking=CHUNKINGS[name], **extra
+    )
     col.add(list(pages), list(pages.values()), show_progress_bar=True, batch_size=16, commit_every=100)
     return col, round(time.perf_counter() - start, 1)
 
@@ -161,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
+    parser.add_argument(
+        "--backend", default=None, help="a storage backend URL (e.g. qdrant+local://FOLDER); default a folder"
+    )
     parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
     parser.add_argument(
         "--multi-vector-model",
@@ -207,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         methods["hybrid+rerank"] = {"mode": "hybrid", "rerank": reranker, "rerank_k": args.rerank_k}
     results: dict[str, Any] = {}
     for name in args.chunking.split(","):
-        col, build_s = build(args.cache, name, pages, encoder, args.rebuild, multi_vector)
+        col, build_s = build(args.cache, name, pages, encoder, args.rebuild, multi_vector, args.backend)
         if multi_vector is not None:
             assert col.retrievers("hybrid") == ["dense", "lexical", "multi_vector"], col.retrievers("hybrid")
         row: dict[str, Any] = {"passages": col.info()["passages"], "build_s": build_s}
@@ -235,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         args.name,
         {
             "model": MODEL,
+            "backend": args.backend or "folder",
             "multi_vector_model": model_stamp(args.multi_vector_model),
             "hybrid_weights_order": ["dense", "lexical", "multi_vector"] if multi_vector else None,
             "cross_encoder": args.cross_encoder,

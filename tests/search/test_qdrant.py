@@ -55,7 +55,7 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
         if round_number == 0:  # local mode: one process at a time, said in one line
             with pytest.raises(CollectionError, match="open in another process"):
                 Collection.open("crash", backend=url, encoder=encoder)
-        time.sleep(rng.uniform(0.05, 2.5))
+        time.sleep(rng.uniform(0.5, 8.0))  # each commit also pushes to Qdrant: slower than a folder's
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         assert proc.returncode == -signal.SIGKILL
@@ -75,7 +75,7 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
                 hits = col.search(text, k=len(col))  # local mode is exact: the text finds itself
                 own = next(h.score for h in hits if h.id == doc_id)
                 assert own >= hits[0].score - 1e-3, f"{doc_id}: {own} vs best {hits[0].score}"
-    assert len(committed) > 20
+    assert len(committed) > 10
 
 
 def test_points_hold_the_passages_vectors_and_payload(tmp_path: Path, encoder) -> None:
