@@ -130,3 +130,21 @@ def test_without_the_extra_one_line_names_the_fix(tmp_path: Path, encoder, monke
     with pytest.raises(MissingExtraError, match=fix):
         Collection.create("c", backend=url, encoder=encoder)
     assert list((tmp_path / "qdrant-collections").iterdir()) == []
+
+
+def test_bm25_scores_equal_munjangs_after_commits_of_other_lengths(tmp_path: Path, encoder) -> None:
+    """Passages pushed commit by commit got weights at the avgdl of their time; once it drifted, the
+    weights are written again, so the scores are munjang's in-process BM25 scores."""
+    texts = ["서울 날씨", "서울 날씨 맑음 바람 구름 비 눈 안개 서리", "부산 바다 서울", "서울"]
+    ids = [f"d{i}" for i in range(len(texts))]
+    folder = Collection.create(tmp_path / "folder", encoder=encoder, tokenizer="word")
+    qdrant = Collection.create("q", backend=qdrant_url(tmp_path), encoder=encoder, tokenizer="word")
+    for col in (folder, qdrant):
+        col.add(ids, texts, commit_every=1)
+    want = {h.id: h.score for h in folder.search("서울 날씨", k=10, mode="lexical")}
+    got = {h.id: h.score for h in qdrant.search("서울 날씨", k=10, mode="lexical")}
+    assert got == pytest.approx(want, rel=1e-5)
+    state = qdrant.dense.points.state
+    assert state["avgdl_low"] == state["avgdl_high"] == pytest.approx(state["length_sum"] / state["texts"])
+    folder.close()
+    qdrant.close()

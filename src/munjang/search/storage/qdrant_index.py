@@ -8,9 +8,9 @@ upsert); a reader only reads that watermark.
 
 BM25 in Qdrant: a token is a sparse index (CRC-32 of the token), its weight the lucene BM25 term
 part tf / (tf + k1 (1 - b + b dl / avgdl)) computed here, and Qdrant multiplies by its IDF modifier,
-ln(1 + (N - df + 0.5) / (df + 0.5)), lucene's idf. Two differences from munjang's own BM25: avgdl is
-the running mean length when a passage was pushed (earlier passages keep theirs), and every passage is
-counted in N and df, where munjang counts a window shared by several passages once.
+ln(1 + (N - df + 0.5) / (df + 0.5)), lucene's idf. avgdl is the mean length when a passage was pushed;
+once the weights in Qdrant were made at an avgdl over 1% from today's, every BM25 vector is written
+again at today's (`_reweight`). The mean counts the texts added, not those deleted since.
 """
 
 from __future__ import annotations
@@ -86,11 +86,12 @@ class QdrantPoints:
             if not self.writer:
                 self.state = self._read_state()
                 return self.watermark != before
-            if store.watermark() == before:
+            if store.watermark() == before and not _drifted(self.state):
                 return False
             with store.snapshot():
                 now = store.watermark()
                 push = _Push(int(self.state["length_sum"]), int(self.state["texts"]))
+                push.low, push.high = self.state.get("avgdl_low"), self.state.get("avgdl_high")
                 if now.deletion > before.deletion:
                     removed = store.deletions_after(before.deletion)
                     if len(removed):
@@ -101,7 +102,13 @@ class QdrantPoints:
                     model, dim = self.config["model"], int(self.config["dim"])
                     for labels, vectors in store.vectors_after(model, dim, before.label, batch=2_000):
                         self._upsert(store, labels, vectors, push)
-            state = _state(now, push.length_sum, push.texts)
+                state = {
+                    **_state(now, push.length_sum, push.texts),
+                    "avgdl_low": push.low,
+                    "avgdl_high": push.high,
+                }
+                if _drifted(state):
+                    state = self._reweight(store, state)
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
             return True
@@ -130,6 +137,9 @@ class QdrantPoints:
             push.length_sum += len(tokens.get(group[0], []))
         push.texts += len(fresh)
         avgdl = push.length_sum / max(push.texts, 1)
+        if fresh:
+            push.low = avgdl if push.low is None else min(push.low, avgdl)
+            push.high = avgdl if push.high is None else max(push.high, avgdl)
         first = {g[0]: g for g in fresh}
         points = []
         for label, vector in zip(labels.tolist(), np.asarray(vectors, dtype=np.float32), strict=True):
@@ -146,6 +156,28 @@ class QdrantPoints:
             points.append(models.PointStruct(id=label, vector=named, payload=payload))
         self.client.upsert(self.name, points=points, wait=True)
         push.open = (keys[-1], groups[-1])
+
+    def _reweight(self, store: Any, state: dict[str, Any]) -> dict[str, Any]:
+        """Every BM25 vector again at today's avgdl, once the avgdl the weights were computed with
+        has drifted from it by over 1% (rare: the mean length settles as a collection grows)."""
+        models = self.models
+        labels, ids, tokens = store.tokens()
+        avgdl = state["length_sum"] / max(state["texts"], 1)
+        batch: list[Any] = []
+        previous: tuple[str, list[str]] | None = None
+        for label, doc_id, toks in zip(labels.tolist(), ids, tokens, strict=True):
+            if previous is not None and previous == (doc_id, toks):
+                continue  # a later passage of the same window: the first one carries the vector
+            previous = (doc_id, toks)
+            indices, weights = bm25_weights(toks, self.k1, self.b, avgdl)
+            vector = {"bm25": models.SparseVector(indices=indices, values=weights)}
+            batch.append(models.PointVectors(id=int(label), vector=vector))
+            if len(batch) >= 1000:
+                self.client.update_vectors(self.name, points=batch, wait=True)
+                batch = []
+        if batch:
+            self.client.update_vectors(self.name, points=batch, wait=True)
+        return {**state, "avgdl_low": avgdl, "avgdl_high": avgdl}
 
     def count(self) -> int:
         return int(self.client.count(self.name, exact=True).count)
@@ -184,9 +216,22 @@ class _Push:
     def __init__(self, length_sum: int, texts: int) -> None:
         self.length_sum, self.texts = length_sum, texts
         self.open: tuple[tuple[str, tuple[str, ...]], list[int]] | None = None
+        self.low: float | None = None  # the least and greatest avgdl the stored weights were made with
+        self.high: float | None = None
 
 
-def _state(watermark: Watermark, length_sum: int, texts: int) -> dict[str, int]:
+def _drifted(state: dict[str, Any]) -> bool:
+    """Whether some stored BM25 weights were computed at an avgdl over 1% from today's."""
+    if not state.get("texts"):
+        return False
+    avgdl = state["length_sum"] / state["texts"]
+    low, high = state.get("avgdl_low"), state.get("avgdl_high")
+    if low is None or high is None:
+        return True  # written before the range was kept
+    return max(abs(low - avgdl), abs(high - avgdl)) > 0.01 * avgdl
+
+
+def _state(watermark: Watermark, length_sum: int, texts: int) -> dict[str, Any]:
     return {
         "label": watermark.label,
         "deletion": watermark.deletion,
