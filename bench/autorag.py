@@ -12,6 +12,8 @@ of a question's pages found in the top k: comparable with the published table in
         --name autorag_rerank
     python bench/autorag.py --chunking window,128 --name autorag_colbert \
         --multi-vector-model ~/.cache/munjang/bench/korean-colbert-e5-small
+    python bench/autorag.py --chunking default,whole --backend qdrant+local:///tmp/autorag-qdrant \
+        --name autorag-qdrant                       # the same rows on another storage backend
 
 With --multi-vector-model the collections also hold a ColBERT (a third retriever, `multi_vector`), and
 `hybrid` fuses BM25, dense and ColBERT at the collection's default fusion (equal weights, z-score). The
@@ -138,19 +140,22 @@ def build(
     url: str | None = None,
 ) -> tuple[Collection, float | None]:
     """The collection for one chunking setting (with a multi-vector model when `multi_vector` gives
-    its folder and loaded encoder): from the cache, or built (and its build time)."""
+    its folder and loaded encoder): from the cache, or built (and its build time). With `url` (a
+    backend URL) the collection lives there, named like the cache folder."""
     mv_model, mv_encoder = multi_vector if multi_vector else (None, None)
     parts: list[Any] = [MODEL, CHUNKINGS[name], munjang.__version__]
     if mv_model is not None:
         parts.append(model_stamp(mv_model))
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
     folder: Any = cache / f"{name}-{key[:12]}"
-    if url is not None:  # a collection in PostgreSQL, named like the folder
+    if url is not None:  # a collection in a database, named like the folder
         folder = f"autorag_{name.replace('-', '_')}_{key[:12]}"
         if folder in Collection.names(url) and not rebuild:
-            return Collection.open(folder, backend=url, encoder=encoder), None
+            return Collection.open(
+                folder, backend=url, encoder=encoder, multi_vector_encoder=mv_encoder
+            ), None
         if folder in Collection.names(url):
-            Collection.open(folder, backend=url, encoder=encoder).store.drop()  # type: ignore[attr-defined]
+            raise SystemExit(f"{folder} exists in {url}: remove it (or use another --cache) to rebuild")
     elif folder.exists() and not rebuild:
         return Collection.open(folder, encoder=encoder, multi_vector_encoder=mv_encoder), None
     else:
@@ -175,16 +180,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-autorag")
     parser.add_argument("--rebuild", action="store_true", help="build the collections again")
+    parser.add_argument(
+        "--backend",
+        default="folder",
+        help="folder (default), postgres (pgserver's, started in --cache) or a backend URL "
+        "(e.g. qdrant+local://FOLDER)",
+    )
     parser.add_argument("--name", default="autorag", help="result file name (bench/results/NAME.json)")
     parser.add_argument(
         "--multi-vector-model",
         default=None,
         help="a ColBERT folder: collections hold it as a third retriever",
     )
-    parser.add_argument("--backend", choices=["folder", "postgres"], default="folder")
     args = parser.parse_args(argv)
     env = print_environment()
-    url = None
+    url = None if args.backend == "folder" else args.backend
     if args.backend == "postgres":
         import pgserver
 
@@ -256,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         args.name,
         {
             "model": MODEL,
-            "backend": args.backend,
+            "backend": args.backend or "folder",
             "multi_vector_model": model_stamp(args.multi_vector_model),
             "hybrid_weights_order": ["dense", "lexical", "multi_vector"] if multi_vector else None,
             "cross_encoder": args.cross_encoder,

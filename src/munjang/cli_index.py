@@ -14,7 +14,7 @@ from .ingest import MAX_BYTES, SUFFIXES
 
 index_app = typer.Typer(
     help="Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
-    "or in PostgreSQL + pgvector with --backend.",
+    "or in PostgreSQL + pgvector or Qdrant with --backend.",
     no_args_is_help=True,
 )
 
@@ -25,7 +25,8 @@ BackendOption = Annotated[
     str | None,
     typer.Option(
         envvar="MUNJANG_BACKEND",
-        help="Keep the collection in PostgreSQL + pgvector at this postgresql:// URL instead of a folder.",
+        help="Keep the collection in PostgreSQL + pgvector at this postgresql:// URL, or in Qdrant "
+        "(qdrant+local://FOLDER, qdrant://HOST:PORT/FOLDER), instead of a folder.",
     ),
 ]
 

@@ -125,7 +125,7 @@ def serve(
         typer.Option(
             envvar="MUNJANG_COLLECTIONS_DB",
             help="Serve every collection in this PostgreSQL + pgvector database (a postgresql:// URL) "
-            "and create new ones there.",
+            "or Qdrant backend (qdrant+local:// or qdrant://) and create new ones there.",
         ),
     ] = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request.")] = True,

@@ -19,6 +19,7 @@ EXTRAS = {
     "pyarrow": ("parquet", "ray"),
     "psycopg": ("PostgreSQL collections", "postgres"),
     "pgvector": ("PostgreSQL collections", "postgres"),
+    "qdrant_client": ("Qdrant collections", "qdrant"),
     "umap": ("the umap projection", "umap"),
     "matplotlib": ("plotting topics (--plot)", "plots"),
     "pypdf": ("reading PDF files", "files"),

@@ -9,7 +9,7 @@ import pytest
 
 from munjang.data import save_beir, sts_retrieval_set
 from tests.helpers.cli import run_cli
-from tests.helpers.collection_backends import Backend
+from tests.helpers.collection_backends import Backend, qdrant_url
 
 DOCS = [
     {"id": "a", "text": "서울은 대한민국의 수도이다.", "lang": "ko", "year": 2020},
@@ -24,11 +24,14 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-@pytest.fixture(params=["embedded", "postgres"])
+@pytest.fixture(params=["embedded", "postgres", "qdrant"])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
-    """The collection argument: a folder, or a name and `--backend URL` (PostgreSQL + pgvector)."""
+    """The collection argument: a folder, or a name and `--backend URL` (PostgreSQL + pgvector, or
+    Qdrant's local mode)."""
     if request.param == "embedded":
         return [str(tmp_path / "col")]
+    if request.param == "qdrant":
+        return ["col", "--backend", qdrant_url(tmp_path)]
     url = request.getfixturevalue("postgres_url")
     return [str(Backend("postgres", tmp_path, url).location("col")), "--backend", url]
 
@@ -87,7 +90,7 @@ def test_index_errors_are_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
     code, _, err = run_cli(["index", "info", "col", "--backend", nowhere], capsys, monkeypatch)
     assert code == 2 and "cannot connect to" in err and "secret" not in err
     code, _, err = run_cli(["index", "info", "col", "--backend", "mysql://x"], capsys, monkeypatch)
-    assert code == 2 and "postgresql:// URL" in err
+    assert code == 2 and "postgresql:// or" in err and "URL; got" in err
     folder = str(tmp_path / "col")
     assert run_cli(["index", "create", folder], capsys, monkeypatch)[0] == 0
     bad = tmp_path / "bad.jsonl"

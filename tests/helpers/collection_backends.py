@@ -1,5 +1,5 @@
-"""Where a test collection lives: a folder (the embedded backend) or a schema in PostgreSQL. The
-collection tests run once per backend with the same assertions."""
+"""Where a test collection lives: a folder (the embedded backend), a schema in PostgreSQL, or Qdrant's
+local mode (`qdrant_url`). The collection tests run once per backend with the same assertions."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import pytest
+
 from munjang.search.collection.collection import Collection
 
 _counter = itertools.count()
@@ -17,7 +19,7 @@ _counter = itertools.count()
 
 @dataclass
 class Backend:
-    kind: str  # "embedded" or "postgres"
+    kind: str  # "embedded", "postgres" or "qdrant"
     tmp_path: Path
     url: str | None = None
 
@@ -43,3 +45,9 @@ def fresh_database(url: str) -> str:
         conn.execute(f'CREATE DATABASE "{name}"')
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def qdrant_url(tmp_path: Path) -> str:
+    """A Qdrant backend in qdrant-client's local mode (the real engine, embedded) under `tmp_path`."""
+    pytest.importorskip("qdrant_client")
+    return f"qdrant+local://{tmp_path / 'qdrant-collections'}"

@@ -17,6 +17,8 @@ from munjang.search.storage.live_index import DenseIndex
 from munjang.search.storage.postgres import PostgresBackend
 from munjang.search.storage.postgres_dense import PostgresDense
 from munjang.search.storage.postgres_store import PostgresStore
+from munjang.search.storage.qdrant import QdrantBackend
+from munjang.search.storage.qdrant_index import QdrantDense
 from munjang.search.storage.sqlite_store import DocumentStore
 from tests.helpers.paths import REPO
 
@@ -39,8 +41,8 @@ def parameters(fn: object) -> list[str]:
     ("protocol", "implementations"),
     [
         (Store, [DocumentStore, PostgresStore]),
-        (Backend, [FolderBackend, PostgresBackend]),
-        (DenseSearch, [DenseIndex, PostgresDense]),
+        (Backend, [FolderBackend, PostgresBackend, QdrantBackend]),
+        (DenseSearch, [DenseIndex, PostgresDense, QdrantDense]),
     ],
 )
 def test_every_implementation_has_the_protocols_members(protocol: type, implementations: list[type]) -> None:
@@ -61,7 +63,9 @@ def test_the_factory_picks_a_backend_by_location(tmp_path: Path) -> None:
     assert isinstance(open_backend(tmp_path / "c"), FolderBackend)
     assert isinstance(open_backend("c", "postgresql://u@localhost/db"), PostgresBackend)
     assert isinstance(open_backend("c", "postgres://u@localhost/db"), PostgresBackend)
-    with pytest.raises(ValueError, match="postgresql:// URL; got 'mysql://x'"):
+    assert isinstance(open_backend("c", "qdrant+local:///tmp/cols"), QdrantBackend)
+    assert isinstance(open_backend("c", "qdrant://localhost:6333/var/cols"), QdrantBackend)
+    with pytest.raises(ValueError, match="postgresql:// or .* URL; got 'mysql://x'"):
         open_backend("c", "mysql://x")
     with pytest.raises(ValueError, match="URL string"):
         open_backend("c", 5)  # type: ignore[arg-type]

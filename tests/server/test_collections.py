@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
-from tests.helpers.collection_backends import fresh_database
+from tests.helpers.collection_backends import fresh_database, qdrant_url
 from tests.helpers.server import LOCAL
 
 KEY = {"Authorization": "Bearer k"}
@@ -20,15 +20,19 @@ DOCS = [
 ]
 
 
-@pytest.fixture(params=["embedded", "postgres"])
+@pytest.fixture(params=["embedded", "postgres", "qdrant"])
 def served(encoder, tmp_path, request):
-    """A server that creates collections in a folder, or in a PostgreSQL database of its own, and a
-    function that opens one of them directly."""
+    """A server that creates collections in a folder, in a PostgreSQL database of its own, or in
+    Qdrant's local mode, and a function that opens one of them directly."""
     if request.param == "embedded":
         settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
         opener = lambda name: Collection.open(tmp_path / name, encoder=encoder)  # noqa: E731
     else:
-        db = fresh_database(request.getfixturevalue("postgres_url"))
+        db = (
+            qdrant_url(tmp_path)
+            if request.param == "qdrant"
+            else fresh_database(request.getfixturevalue("postgres_url"))
+        )
         settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_db=db)
         opener = lambda name: Collection.open(name, backend=db, encoder=encoder)  # noqa: E731
     with TestClient(create_app(settings), base_url=LOCAL) as client:

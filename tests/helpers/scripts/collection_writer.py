@@ -1,6 +1,7 @@
 """A writer process for the crash test: adds documents in batches and reports each committed batch.
 
-Usage: python tests/helpers/scripts/collection_writer.py FOLDER ROUND SEED [WORDS]. Each text has
+Usage: python tests/helpers/scripts/collection_writer.py FOLDER ROUND SEED [WORDS] (with
+$MUNJANG_BACKEND set, FOLDER is the collection's name at that backend URL). Each text has
 WORDS (default 6) random words, so a collection with a small passage budget stores each as several
 passages. Prints "ready" once the model is loaded, then
 "committed ID ID ..." after every `add` that returned, and flushes the HNSW graph now and then, so
@@ -9,6 +10,7 @@ that a SIGKILL can land anywhere: encoding, tokenizing, inside a transaction, or
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 
@@ -38,7 +40,7 @@ def main() -> None:
     folder, round_number, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     words = int(sys.argv[4]) if len(sys.argv) > 4 else 6
     rng = random.Random(seed)
-    col = Collection.open(folder)
+    col = Collection.open(folder, backend=os.environ.get("MUNJANG_BACKEND"))
     col.encoder.encode(["warm up"])
     if col.sparse is not None:  # a collection with a sparse retriever loads its model too
         col.sparse.encoder.encode_document(["warm up"])

@@ -14,6 +14,8 @@ from .base import Backend
 SCHEMES = {
     "postgresql": "postgres:PostgresBackend",
     "postgres": "postgres:PostgresBackend",
+    "qdrant": "qdrant:QdrantBackend",
+    "qdrant+local": "qdrant:QdrantBackend",
 }
 
 
