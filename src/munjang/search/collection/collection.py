@@ -39,6 +39,7 @@ from ..storage.base import (
     Backend,
     CollectionError,
     Document,
+    KeepsLexicalFiles,
     LexicalSearch,
     NewRow,
     ProvidesLexical,
@@ -109,7 +110,11 @@ class Collection(CollectionSearch, CollectionEncoding):
         self.lexical: LexicalSearch = (
             backend.lexical_index(store, self.config["lexical"])
             if isinstance(backend, ProvidesLexical)
-            else LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
+            else LexicalIndex(
+                self.config["lexical"],
+                backend.reader() if background_refresh else None,
+                backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
+            )
         )
         self.extras = open_extras(self.config, store, encoders, device)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
@@ -334,6 +339,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 bar.close()
             self.dense.sync(self.store)
             self._maybe_save()
+            self._save_lexical()
         return result
 
     def upsert(
@@ -470,7 +476,14 @@ class Collection(CollectionSearch, CollectionEncoding):
                 removed = self.store.delete(list(ids))
             self.dense.sync(self.store)
             self._maybe_save()
+            self._save_lexical()
         return removed
+
+    def _save_lexical(self) -> None:
+        """Bring the saved BM25 files up to this write (what it added: a new reader maps them)."""
+        if isinstance(self.lexical, LexicalIndex) and self.lexical.persistent:
+            self.lexical.sync(self.store)
+            self.lexical.save()
 
     def _maybe_save(self) -> None:
         """Save the HNSW graph when much has changed since the last save (close() always saves);

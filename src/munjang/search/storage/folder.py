@@ -3,6 +3,7 @@
     folder/
       collection.db        SQLite (WAL): documents, metadata, lexical tokens, the embedding cache
       dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
+      lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
       write.lock           one writer at a time; readers never take it
 
 The database (`sqlite_store.py`) is the source of truth; the dense index lives in memory (`live_index.py`),
@@ -107,6 +108,9 @@ class FolderBackend:
             yield
         finally:
             lock.release()
+
+    def lexical_files(self) -> Path:
+        return self.path / "lexical"
 
     def save_dense(self, dense: Any) -> None:
         try:
