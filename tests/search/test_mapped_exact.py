@@ -1,0 +1,63 @@
+"""The mapped exact index answers as `ExactIndex` holding the same vectors: saved, mapped, then
+added to, removed from (in the saved part and after it), replaced, filtered, with tied scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from munjang.search.index.exact import ExactIndex
+from munjang.search.index.mapped_exact import MappedExactIndex
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_mapped_exact_answers_as_exact(tmp_path: Path, metric: str) -> None:
+    rng = np.random.default_rng(0)
+    dim = 8
+    vectors = rng.standard_normal((300, dim)).astype(np.float32)
+    vectors[50:60] = vectors[40]  # tied scores: the lower label first
+    labels = np.arange(1, 301, dtype=np.int64) * 3
+    reference = ExactIndex(dim, metric)
+    reference.add(labels, vectors)
+    MappedExactIndex.save(reference, tmp_path / "x.exact")
+    mapped = MappedExactIndex.load(tmp_path / "x.exact", dim, metric)
+    assert not mapped._base.flags.writeable  # mapped from the file, not copied
+
+    def same(k: int, allowed: np.ndarray | None = None) -> None:
+        queries = np.concatenate([rng.standard_normal((5, dim)).astype(np.float32), vectors[40:41]])
+        want = reference.search(queries, k, allowed=allowed)
+        got = mapped.search(queries, k, allowed=allowed)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+        assert len(mapped) == len(reference)
+        np.testing.assert_array_equal(mapped.ids(), reference.ids())
+
+    same(10)
+    same(400)
+    extra = rng.standard_normal((40, dim)).astype(np.float32)
+    for index in (reference, mapped):
+        index.add(np.arange(1000, 1040), extra)  # after the saved part
+        index.remove(labels[::7])  # in the saved part
+        index.remove(np.asarray([1003, 1010, 5]))  # after it, and absent
+        index.add(labels[1:3], extra[:2])  # replacing saved vectors
+    same(10)
+    same(1000)
+    allowed = np.concatenate([labels[::4], np.arange(1000, 1040, 3)])
+    same(10, allowed)
+    same(500, allowed)
+    np.testing.assert_array_equal(mapped.vectors(), reference.vectors())
+    assert 1000 in mapped and int(labels[0]) not in mapped and int(labels[1]) in mapped
+
+
+def test_a_damaged_matrix_file_is_refused(tmp_path: Path) -> None:
+    index = ExactIndex(4)
+    index.add(np.arange(10), np.ones((10, 4), np.float32))
+    MappedExactIndex.save(index, tmp_path / "x.exact")
+    with pytest.raises(ValueError):
+        MappedExactIndex.load(tmp_path / "x.exact", 5, "cosine")
+    data = (tmp_path / "x.exact").read_bytes()
+    (tmp_path / "x.exact").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError):
+        MappedExactIndex.load(tmp_path / "x.exact", 4, "cosine")
