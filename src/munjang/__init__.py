@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .images import load_image
     from .m3_encoder import M3Encoder, load_m3_encoder
     from .modules import Dense, Normalize, Pooling, Transformer
-    from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder, maxsim
+    from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder
+    from .multi_vector.maxsim import maxsim
     from .remote import RemoteEncoder
     from .search import Collection
     from .similarity import cos_sim, pairwise_similarity
