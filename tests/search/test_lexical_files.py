@@ -5,6 +5,7 @@ another process sees what the writer committed."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -199,3 +200,25 @@ def test_a_reader_in_another_process_sees_the_writes(tmp_path: Path, encoder) ->
             for query in queries:
                 want = [(h.id, round(h.score, 5)) for h in writer.search(query, 5, mode="lexical")]
                 assert [tuple(x) for x in got[query]] == want
+
+
+def test_a_long_add_saves_as_it_goes(tmp_path: Path, encoder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A reader opened during a long add replays at most about SAVE_EVERY passages from the store."""
+    from munjang.search.collection import collection as module
+
+    monkeypatch.setattr(module, "SAVE_EVERY", 20)
+    marks: list[int] = []
+    real = LexicalIndex.save
+
+    def save(self: LexicalIndex) -> None:
+        real(self)
+        assert self.saved is not None
+        marks.append(self.saved.label)
+
+    monkeypatch.setattr(LexicalIndex, "save", save)
+    folder = make(tmp_path, encoder)
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.add([f"d{i}" for i in range(100)], sentences(random.Random(5), 100), commit_every=10)
+    assert len(marks) >= 3 and max(b - a for a, b in itertools.pairwise([0, *marks])) <= 20 + 40
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        assert_matches_rebuild(reader)

@@ -60,6 +60,8 @@ from .search import CollectionSearch
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
+# Within an add, the BM25 files are saved once this many passages and deletions are unsaved.
+SAVE_EVERY = 10_000
 # The configuration `info()` reports as it is stored.
 INFO_KEYS = (
     "model", "dim", "metric", "index", "query_prompt_name", "document_prompt_name", "lexical", "hnsw",
@@ -334,6 +336,11 @@ class Collection(CollectionSearch, CollectionEncoding):
                         # a writer that searches keeps BM25 current as it commits, so its first
                         # search after an add costs nothing more (one that only adds never builds it)
                         self.lexical.sync(self.store)
+                    # a long add saves its indexes as it goes, so a reader opened meanwhile replays
+                    # little from the store (each save costs what was added since the last)
+                    self._save_lexical(least=SAVE_EVERY)
+                    self.dense.sync(self.store)
+                    self._maybe_save()
                     bar.update(len(ids[start:end]))
             finally:
                 bar.close()
@@ -479,11 +486,13 @@ class Collection(CollectionSearch, CollectionEncoding):
             self._save_lexical()
         return removed
 
-    def _save_lexical(self) -> None:
-        """Bring the saved BM25 files up to this write (what it added: a new reader maps them)."""
+    def _save_lexical(self, least: int = 1) -> None:
+        """Bring the saved BM25 files up to this write (what it added: a new reader maps them), once
+        at least `least` passages and deletions are unsaved."""
         if isinstance(self.lexical, LexicalIndex) and self.lexical.persistent:
             self.lexical.sync(self.store)
-            self.lexical.save()
+            if self.lexical.unsaved >= least:
+                self.lexical.save()
 
     def _maybe_save(self) -> None:
         """Save the HNSW graph when much has changed since the last save (close() always saves);

@@ -88,6 +88,12 @@ class LexicalIndex:
         """Whether the index is kept in files beside the store (an incremental one, with `files`)."""
         return self.files is not None and self.incremental
 
+    @property
+    def unsaved(self) -> int:
+        """Passages added and deletions applied since the last save (all of them, if never saved)."""
+        now, saved = self.watermark or Watermark(), self.saved or Watermark()
+        return (now.label - saved.label) + (now.deletion - saved.deletion)
+
     def _catch_up(self, store: Any) -> bool:
         with self._applying:
             return self._apply(store)
