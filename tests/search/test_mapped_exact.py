@@ -61,3 +61,31 @@ def test_a_damaged_matrix_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x.exact").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError):
         MappedExactIndex.load(tmp_path / "x.exact", 4, "cosine")
+
+
+def test_a_reader_maps_the_saved_matrix_and_catches_up(tmp_path: Path, encoder) -> None:  # type: ignore[no-untyped-def]
+    """A folder collection's exact index saved by `flush`, then added to and deleted from: a reader
+    maps the file, replays the rest, and ranks as an exact index rebuilt from the store."""
+    from munjang.search import Collection
+
+    folder = tmp_path / "c"
+    texts = [f"문서 {i} 고양이 시장 {'주식' * (i % 3)} w{i % 7}" for i in range(60)]
+    with Collection.create(folder, encoder=encoder) as writer:
+        writer.add([f"d{i}" for i in range(40)], texts[:40])
+        writer.flush()
+        writer.add([f"d{i}" for i in range(40, 60)], texts[40:])
+        writer.delete([f"d{i}" for i in range(0, 60, 5)])
+        writer.upsert(["d1"], ["갱신된 문서"])
+    assert len(list(folder.glob("dense-*.exact"))) == 1
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        reader.dense.sync(reader.store)
+        assert isinstance(reader.dense.index, MappedExactIndex)
+        rebuilt = ExactIndex(reader.dense.dim, reader.dense.metric)
+        for labels, vectors in reader.store.vectors_after(reader.config["model"], reader.dense.dim, 0):
+            rebuilt.add(labels, vectors)
+        np.testing.assert_array_equal(reader.dense.index.ids(), rebuilt.ids())
+        queries = encoder.encode(["고양이 시장", "주식", "갱신"], convert_to_numpy=True)
+        got, want = reader.dense.index.search(queries, 50), rebuilt.search(queries, 50)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+        assert reader.check() == []

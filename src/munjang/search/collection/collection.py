@@ -254,11 +254,16 @@ class Collection(CollectionSearch, CollectionEncoding):
         return is_storage_error(error)
 
     def close(self) -> None:
-        """Save the dense index if it keeps a file and moved on (writers only); close the store."""
+        """Save the dense index if it keeps a file and moved on (writers only); close the store. An
+        HNSW graph (slow to rebuild) is always saved; an exact matrix, written whole, by the rule
+        adds follow (`_maybe_save`), so closing after a small write does not rewrite it."""
         if not self.readonly and self.dense.persistent:
             with self._write_lock():
                 self.dense.sync(self.store)
-                self.backend.save_dense(self.dense)
+                if self.dense.kind == "hnsw":
+                    self.backend.save_dense(self.dense)
+                else:
+                    self._maybe_save()
         self.store.close()
 
     def __enter__(self) -> Collection:
@@ -495,8 +500,8 @@ class Collection(CollectionSearch, CollectionEncoding):
                 self.lexical.save()
 
     def _maybe_save(self) -> None:
-        """Save the HNSW graph when much has changed since the last save (close() always saves);
-        a crash before that costs only a catch-up from the database on the next open."""
+        """Save the dense index file when much has changed since the last save; a crash before that
+        costs only a catch-up from the database on the next open."""
         if not self.dense.persistent:
             return
         changed = (self.dense.watermark.label - self.dense.saved.label) + (
