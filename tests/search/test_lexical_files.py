@@ -22,6 +22,15 @@ from munjang.search.storage import lexical_files
 from munjang.search.storage.live_lexical import LexicalIndex
 from tests.search.test_incremental_bm25 import WORDS, rebuilt_lexical
 
+
+@pytest.fixture(autouse=True)
+def save_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Save BM25's files after every write (the default waits for SAVE_EVERY passages, or close)."""
+    from munjang.search.collection import collection as module
+
+    monkeypatch.setattr(module, "SAVE_EVERY", 1)
+
+
 QUERIES = [["고양이", "w3"], ["시장", "주식", "w10"], ["w1", "w2", "w5", "w7"], ["급락"], ["소파", "w44"]]
 
 
@@ -92,6 +101,7 @@ def test_a_reader_catches_up_from_an_older_save(tmp_path: Path, encoder, monkeyp
     and replays the rest (adds and deletes) from the store."""
     rng = random.Random(1)
     folder = make(tmp_path, encoder)
+    real_save = LexicalIndex.save
     with Collection.open(folder, encoder=encoder) as writer:
         writer.add(
             [f"a{i}" for i in range(60)], sentences(rng, 60), [{"even": i % 2 == 0} for i in range(60)]
@@ -101,7 +111,7 @@ def test_a_reader_catches_up_from_an_older_save(tmp_path: Path, encoder, monkeyp
         writer.add([f"b{i}" for i in range(50)], sentences(rng, 50), [{"even": True}] * 50, commit_every=7)
         writer.delete([f"a{i}" for i in range(0, 60, 4)])
         assert writer.store.watermark() != saved
-    monkeypatch.undo()
+    monkeypatch.setattr(LexicalIndex, "save", real_save)
     with Collection.open(folder, encoder=encoder, readonly=True) as reader:
         assert_matches_rebuild(reader)
         assert isinstance(reader.lexical, LexicalIndex) and reader.lexical.saved == saved
@@ -126,7 +136,7 @@ def test_a_save_cut_short_leaves_the_previous_one(tmp_path: Path, encoder, monke
         monkeypatch.setattr(lexical_files, "write_arrays", dies_at_manifest)
         with pytest.raises(KeyboardInterrupt):
             writer.add([f"b{i}" for i in range(40)], sentences(rng, 40))
-        monkeypatch.undo()
+        monkeypatch.setattr(lexical_files, "write_arrays", real)
         with Collection.open(folder, encoder=encoder, readonly=True) as reader:
             assert_matches_rebuild(reader)
             assert isinstance(reader.lexical, LexicalIndex) and reader.lexical.saved == saved
@@ -222,3 +232,21 @@ def test_a_long_add_saves_as_it_goes(tmp_path: Path, encoder, monkeypatch) -> No
     assert len(marks) >= 3 and max(b - a for a, b in itertools.pairwise([0, *marks])) <= 20 + 40
     with Collection.open(folder, encoder=encoder, readonly=True) as reader:
         assert_matches_rebuild(reader)
+
+
+def test_small_writes_are_saved_in_bulk_or_on_close(tmp_path: Path, encoder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With the default SAVE_EVERY, small adds write no file each; closing the writer saves them."""
+    from munjang.search.collection import collection as module
+
+    monkeypatch.setattr(module, "SAVE_EVERY", 2_000)
+    folder = make(tmp_path, encoder)
+    writer = Collection.open(folder, encoder=encoder)
+    for step in range(3):
+        writer.add([f"d{step}"], [f"고양이 시장 w{step}"])
+    assert not (folder / "lexical").exists()
+    mark = writer.store.watermark()
+    writer.close()
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        assert isinstance(reader.lexical, LexicalIndex)
+        assert_matches_rebuild(reader)
+        assert reader.lexical.saved == mark

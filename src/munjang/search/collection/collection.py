@@ -60,8 +60,10 @@ from .search import CollectionSearch
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
-# Within an add, the BM25 files are saved once this many passages and deletions are unsaved.
-SAVE_EVERY = 10_000
+# The BM25 files are saved once this many passages and deletions are unsaved (during an add, at its
+# end, after a delete), and whatever is left when a writer closes: a reader replays at most about
+# this many from the store, and a stream of small adds does not write files at every one.
+SAVE_EVERY = 2_000
 # The configuration `info()` reports as it is stored.
 INFO_KEYS = (
     "model", "dim", "metric", "index", "query_prompt_name", "document_prompt_name", "lexical", "hnsw",
@@ -254,9 +256,10 @@ class Collection(CollectionSearch, CollectionEncoding):
         return is_storage_error(error)
 
     def close(self) -> None:
-        """Save the dense index if it keeps a file and moved on (writers only); close the store. An
-        HNSW graph (slow to rebuild) is always saved; an exact matrix, written whole, by the rule
-        adds follow (`_maybe_save`), so closing after a small write does not rewrite it."""
+        """Save the dense index if it keeps a file and moved on, and BM25's files (writers only);
+        close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
+        whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
+        rewrite it."""
         if not self.readonly and self.dense.persistent:
             with self._write_lock():
                 self.dense.sync(self.store)
@@ -264,6 +267,8 @@ class Collection(CollectionSearch, CollectionEncoding):
                     self.backend.save_dense(self.dense)
                 else:
                     self._maybe_save()
+                if self.lexical.ready:  # a writer that built BM25 leaves its files current
+                    self._save_lexical()
         self.store.close()
 
     def __enter__(self) -> Collection:
@@ -351,7 +356,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 bar.close()
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical()
+            self._save_lexical(least=SAVE_EVERY)
         return result
 
     def upsert(
@@ -488,7 +493,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 removed = self.store.delete(list(ids))
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical()
+            self._save_lexical(least=SAVE_EVERY)
         return removed
 
     def _save_lexical(self, least: int = 1) -> None:
