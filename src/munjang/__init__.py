@@ -1,10 +1,8 @@
 """munjang (문장, "sentence"): Sentence-BERT end to end, with Korean as a first-class language."""
 
-from . import similarity
-from .client import Client, ServerError
-from .cross_encoder import CrossEncoder, load_cross_encoder
-from .embedder import Embedder, load_embedder
-from .encoder import SentenceEncoder, load_encoder
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     CorruptModelError,
     DataFormatError,
@@ -14,15 +12,53 @@ from .errors import (
     ModelNotFoundError,
     MunjangError,
 )
-from .images import load_image
-from .m3_encoder import M3Encoder, load_m3_encoder
-from .modules import Dense, Normalize, Pooling, Transformer
-from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder, maxsim
-from .remote import RemoteEncoder
-from .search import Collection
-from .similarity import cos_sim, pairwise_similarity
-from .sparse_encoder import SparseEncoder, load_sparse_encoder
 from .version import __version__
+
+if TYPE_CHECKING:
+    from . import similarity
+    from .client import Client, ServerError
+    from .cross_encoder import CrossEncoder, load_cross_encoder
+    from .embedder import Embedder, load_embedder
+    from .encoder import SentenceEncoder, load_encoder
+    from .images import load_image
+    from .m3_encoder import M3Encoder, load_m3_encoder
+    from .modules import Dense, Normalize, Pooling, Transformer
+    from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder
+    from .multi_vector.maxsim import maxsim
+    from .remote import RemoteEncoder
+    from .search import Collection
+    from .similarity import cos_sim, pairwise_similarity
+    from .sparse_encoder import SparseEncoder, load_sparse_encoder
+
+# Each public name and the module it lives in: imported on first use, so `import munjang` (and a
+# process that only searches a collection) does not load torch, the server client or the trainers.
+_LAZY = {
+    "similarity": "similarity",
+    "Client": "client",
+    "ServerError": "client",
+    "CrossEncoder": "cross_encoder",
+    "load_cross_encoder": "cross_encoder",
+    "Embedder": "embedder",
+    "load_embedder": "embedder",
+    "SentenceEncoder": "encoder",
+    "load_encoder": "encoder",
+    "load_image": "images",
+    "M3Encoder": "m3_encoder",
+    "load_m3_encoder": "m3_encoder",
+    "Dense": "modules",
+    "Normalize": "modules",
+    "Pooling": "modules",
+    "Transformer": "modules",
+    "MultiVectorEncoder": "multi_vector",
+    "load_multi_vector_encoder": "multi_vector",
+    "maxsim": "multi_vector",
+    "RemoteEncoder": "remote",
+    "Collection": "search",
+    "cos_sim": "similarity",
+    "pairwise_similarity": "similarity",
+    "SparseEncoder": "sparse_encoder",
+    "load_sparse_encoder": "sparse_encoder",
+}
 
 __all__ = [
     "Client",
@@ -59,3 +95,24 @@ __all__ = [
     "pairwise_similarity",
     "similarity",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first use (PEP 562); a submodule by its name."""
+    module = _LAZY.get(name)
+    if module is None:
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = importlib.import_module(f"{__name__}.{module}")
+    if module != name:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

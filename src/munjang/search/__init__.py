@@ -4,19 +4,58 @@ and persistent collections that hold documents, metadata and every index in one 
 Everything below `Collection` works on arrays and token lists and knows nothing about the model.
 """
 
-from .collection.collection import AddResult, Collection
-from .collection.passages import ChunkingConfig
-from .collection.rerank import RerankHit, RetrieveAndRerank
-from .collection.results import SearchHit
-from .index.ann import HNSWIndex, IndexFileError
-from .index.bm25 import BM25Index, LexicalHit
-from .index.exact import ExactIndex, Hit, semantic_search, top_k_exact
-from .index.fusion import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
-from .index.quantization import hamming_distances, quantize_embeddings
-from .index.quantized_index import BinaryIndex, Int8Index
-from .index.tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .storage.base import CollectionError, Document, ReadOnlyError, StorageFullError
-from .storage.filters import compile_filter
+
+if TYPE_CHECKING:
+    from .collection.collection import AddResult, Collection
+    from .collection.passages import ChunkingConfig
+    from .collection.rerank import RerankHit, RetrieveAndRerank
+    from .collection.results import SearchHit
+    from .index.ann import HNSWIndex, IndexFileError
+    from .index.bm25 import BM25Index, LexicalHit
+    from .index.exact import ExactIndex, Hit, semantic_search, top_k_exact
+    from .index.fusion import FusedHit, fuse, normalize_scores, reciprocal_rank_fusion, weighted_fusion
+    from .index.quantization import hamming_distances, quantize_embeddings
+    from .index.quantized_index import BinaryIndex, Int8Index
+    from .index.tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
+    from .storage.filters import compile_filter
+
+# Each public name and the module it lives in, imported on first use: a reader that opens a
+# collection loads only what its searches need.
+_LAZY = {
+    "AddResult": "collection.collection",
+    "Collection": "collection.collection",
+    "ChunkingConfig": "collection.passages",
+    "RerankHit": "collection.rerank",
+    "RetrieveAndRerank": "collection.rerank",
+    "SearchHit": "collection.results",
+    "HNSWIndex": "index.ann",
+    "IndexFileError": "index.ann",
+    "BM25Index": "index.bm25",
+    "LexicalHit": "index.bm25",
+    "ExactIndex": "index.exact",
+    "Hit": "index.exact",
+    "semantic_search": "index.exact",
+    "top_k_exact": "index.exact",
+    "FusedHit": "index.fusion",
+    "fuse": "index.fusion",
+    "normalize_scores": "index.fusion",
+    "reciprocal_rank_fusion": "index.fusion",
+    "weighted_fusion": "index.fusion",
+    "hamming_distances": "index.quantization",
+    "quantize_embeddings": "index.quantization",
+    "BinaryIndex": "index.quantized_index",
+    "Int8Index": "index.quantized_index",
+    "AutoTokenizer": "index.tokenizers",
+    "KiwiTokenizer": "index.tokenizers",
+    "Tokenizer": "index.tokenizers",
+    "WordTokenizer": "index.tokenizers",
+    "get_tokenizer": "index.tokenizers",
+    "compile_filter": "storage.filters",
+}
 
 __all__ = [
     "AddResult",
@@ -53,3 +92,24 @@ __all__ = [
     "top_k_exact",
     "weighted_fusion",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first use (PEP 562); a submodule by its name."""
+    module = _LAZY.get(name)
+    if module is None:
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = importlib.import_module(f"{__name__}.{module}")
+    if module != name:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -39,6 +39,7 @@ from ..storage.base import (
     Backend,
     CollectionError,
     Document,
+    KeepsLexicalFiles,
     LexicalSearch,
     NewRow,
     ProvidesLexical,
@@ -59,6 +60,10 @@ from .search import CollectionSearch
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
+# The BM25 files are saved once this many passages and deletions are unsaved (during an add, at its
+# end, after a delete), and whatever is left when a writer closes: a reader replays at most about
+# this many from the store, and a stream of small adds does not write files at every one.
+SAVE_EVERY = 2_000
 # The configuration `info()` reports as it is stored.
 INFO_KEYS = (
     "model", "dim", "metric", "index", "query_prompt_name", "document_prompt_name", "lexical", "hnsw",
@@ -112,7 +117,11 @@ class Collection(CollectionSearch, CollectionEncoding):
         self.lexical: LexicalSearch = (
             own
             if own is not None
-            else LexicalIndex(self.config["lexical"], backend.reader() if background_refresh else None)
+            else LexicalIndex(
+                self.config["lexical"],
+                backend.reader() if background_refresh else None,
+                backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
+            )
         )
         self.extras = open_extras(self.config, store, encoders, device)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
@@ -250,11 +259,19 @@ class Collection(CollectionSearch, CollectionEncoding):
         return is_storage_error(error)
 
     def close(self) -> None:
-        """Save the dense index if it keeps a file and moved on (writers only); close the store."""
+        """Save the dense index if it keeps a file and moved on, and BM25's files (writers only);
+        close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
+        whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
+        rewrite it."""
         if not self.readonly and self.dense.persistent:
             with self._write_lock():
                 self.dense.sync(self.store)
-                self.backend.save_dense(self.dense)
+                if self.dense.kind == "hnsw":
+                    self.backend.save_dense(self.dense)
+                else:
+                    self._maybe_save()
+                if self.lexical.ready:  # a writer that built BM25 leaves its files current
+                    self._save_lexical()
         self.store.close()
 
     def __enter__(self) -> Collection:
@@ -332,11 +349,17 @@ class Collection(CollectionSearch, CollectionEncoding):
                         # a writer that searches keeps BM25 current as it commits, so its first
                         # search after an add costs nothing more (one that only adds never builds it)
                         self.lexical.sync(self.store)
+                    # a long add saves its indexes as it goes, so a reader opened meanwhile replays
+                    # little from the store (each save costs what was added since the last)
+                    self._save_lexical(least=SAVE_EVERY)
+                    self.dense.sync(self.store)
+                    self._maybe_save()
                     bar.update(len(ids[start:end]))
             finally:
                 bar.close()
             self.dense.sync(self.store)
             self._maybe_save()
+            self._save_lexical(least=SAVE_EVERY)
         return result
 
     def upsert(
@@ -473,11 +496,20 @@ class Collection(CollectionSearch, CollectionEncoding):
                 removed = self.store.delete(list(ids))
             self.dense.sync(self.store)
             self._maybe_save()
+            self._save_lexical(least=SAVE_EVERY)
         return removed
 
+    def _save_lexical(self, least: int = 1) -> None:
+        """Bring the saved BM25 files up to this write (what it added: a new reader maps them), once
+        at least `least` passages and deletions are unsaved."""
+        if isinstance(self.lexical, LexicalIndex) and self.lexical.persistent:
+            self.lexical.sync(self.store)
+            if self.lexical.unsaved >= least:
+                self.lexical.save()
+
     def _maybe_save(self) -> None:
-        """Save the HNSW graph when much has changed since the last save (close() always saves);
-        a crash before that costs only a catch-up from the database on the next open."""
+        """Save the dense index file when much has changed since the last save; a crash before that
+        costs only a catch-up from the database on the next open."""
         if not self.dense.persistent:
             return
         changed = (self.dense.watermark.label - self.dense.saved.label) + (

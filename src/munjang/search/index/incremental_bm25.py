@@ -7,64 +7,150 @@ computes a query's scores from the current statistics, with the same formulas as
 `bm25.py`; the methods whose documents without a query term score zero: lucene, robertson,
 atire). An add costs what it adds; a delete marks texts dead and updates two counters.
 
-Postings live in immutable segments, each sorted by term: an add appends one, and segments of
-similar size are merged (like a binary counter), so a query reads O(log n) of them and merging
-costs O(log n) per posting over the index's life. Dead texts' postings are dropped when merged.
-A term's document frequency is counted at query time over its live postings, which the query
-reads anyway, so deletes never rewrite postings.
+Postings live in immutable segments, each sorted by term and holding its own term table (no
+vocabulary is shared between segments, so a segment saved to a file is whole and is mapped as it
+is): an add appends one, and segments of similar size are merged (like a binary counter), so a
+query reads O(log n) of them and merging costs O(log n) per posting over the index's life. Dead
+texts' postings are dropped when merged. A term's document frequency is counted at query time over
+its live postings, which the query reads anyway, so deletes never rewrite postings.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 METHODS = ("lucene", "robertson", "atire")
 
 
+class TermTable:
+    """A segment's terms, sorted by their UTF-8 bytes: `blob[offsets[i]:offsets[i + 1]]` is term i.
+    Held as two arrays (not a dict), so a table mapped from a file costs nothing to open; a term is
+    found by binary search."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self.blob, self.offsets = blob, offsets
+
+    @staticmethod
+    def of(terms: Sequence[bytes]) -> TermTable:
+        """A table of `terms`, already sorted and unique."""
+        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in terms], out=offsets[1:])
+        return TermTable(np.frombuffer(b"".join(terms), dtype=np.uint8), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]])
+
+    def find(self, term: bytes) -> int:
+        """The term's position, or -1."""
+        i = bisect.bisect_left(self, term)
+        return i if i < len(self) and self[i] == term else -1
+
+    def terms(self) -> list[bytes]:
+        data, offsets = self.blob.tobytes(), self.offsets.tolist()
+        return [data[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+
+    def subset(self, rows: np.ndarray) -> TermTable:
+        """The terms at positions `rows` (ascending), as a table."""
+        lengths = np.diff(self.offsets)[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        gather = np.repeat(self.offsets[:-1][rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return TermTable(np.asarray(self.blob)[gather], offsets)
+
+
 @dataclass(frozen=True)
 class Segment:
-    """Postings of a run of texts, sorted by term: term ids `terms` (unique, ascending), and for
-    `terms[i]` the texts `texts[ptr[i]:ptr[i + 1]]` with their term frequencies `tfs[...]`."""
+    """Postings of the texts `first:end` (text numbers), sorted by term: for term `terms[i]` the
+    texts `texts[ptr[i]:ptr[i + 1]]` with their term frequencies `tfs[...]`. `file`: where it is
+    saved (None: not yet), for an index kept on disk (`storage/lexical_files.py`)."""
 
-    terms: np.ndarray
+    terms: TermTable
     ptr: np.ndarray
     texts: np.ndarray
     tfs: np.ndarray
+    first: int = 0
+    end: int = 0
+    file: str | None = None
 
     @property
     def size(self) -> int:
         return len(self.texts)
 
     @staticmethod
-    def build(term_ids: np.ndarray, text_ids: np.ndarray, tfs: np.ndarray) -> Segment:
-        """A segment from unordered postings (term, text, tf), each (term, text) once."""
+    def build(
+        table: TermTable, term_ids: np.ndarray, text_ids: np.ndarray, tfs: np.ndarray, first: int, end: int
+    ) -> Segment:
+        """A segment from unordered postings (term position in `table`, text, tf), each (term,
+        text) once; terms of `table` without postings are dropped."""
         order = np.lexsort((text_ids, term_ids))
         terms_sorted = term_ids[order]
         unique, starts = np.unique(terms_sorted, return_index=True)
         ptr = np.append(starts, len(terms_sorted)).astype(np.int64)
+        present = table if len(unique) == len(table) else table.subset(unique)
         return Segment(
-            unique.astype(np.int64), ptr, text_ids[order].astype(np.int64), tfs[order].astype(np.float32)
+            present, ptr, text_ids[order].astype(np.int64), tfs[order].astype(np.float32), first, end
         )
 
-    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        i = int(np.searchsorted(self.terms, term))
-        if i == len(self.terms) or self.terms[i] != term:
+    @staticmethod
+    def of_texts(documents: Sequence[Sequence[str]], first: int) -> Segment:
+        """The segment of token lists numbered `first`, `first + 1`, ..."""
+        vocab: dict[str, int] = {}
+        terms: list[int] = []
+        texts: list[int] = []
+        tfs: list[int] = []
+        for i, tokens in enumerate(documents):
+            for token, tf in Counter(tokens).items():
+                term = vocab.get(token)
+                if term is None:
+                    term = vocab[token] = len(vocab)
+                terms.append(term)
+                texts.append(first + i)
+                tfs.append(tf)
+        encoded = [t.encode("utf-8") for t in vocab]
+        order = sorted(range(len(encoded)), key=encoded.__getitem__)
+        rank = np.zeros(len(encoded), dtype=np.int64)
+        rank[order] = np.arange(len(encoded))
+        return Segment.build(
+            TermTable.of([encoded[i] for i in order]),
+            rank[np.asarray(terms, dtype=np.int64)],
+            np.asarray(texts, dtype=np.int64),
+            np.asarray(tfs, dtype=np.float32),
+            first,
+            first + len(documents),
+        )
+
+    def postings(self, term: bytes) -> tuple[np.ndarray, np.ndarray]:
+        i = self.terms.find(term)
+        if i < 0:
             return _EMPTY_INT, _EMPTY_FLOAT
         return self.texts[self.ptr[i] : self.ptr[i + 1]], self.tfs[self.ptr[i] : self.ptr[i + 1]]
 
     def merged(self, other: Segment, alive: np.ndarray) -> Segment:
-        """This segment and `other` as one, without the postings of dead texts."""
-        terms = np.concatenate([np.repeat(s.terms, np.diff(s.ptr)) for s in (self, other)])
+        """This segment and the next one (`other`) as one, without the postings of dead texts."""
+        mine, theirs = self.terms.terms(), other.terms.terms()
+        union = sorted(set(mine).union(theirs))
+        position = {t: i for i, t in enumerate(union)}
+        terms = np.concatenate(
+            [
+                np.repeat(np.asarray([position[t] for t in own], dtype=np.int64), np.diff(s.ptr))
+                for s, own in ((self, mine), (other, theirs))
+            ]
+        )
         texts = np.concatenate([self.texts, other.texts])
         tfs = np.concatenate([self.tfs, other.tfs])
         keep = alive[texts]
-        return Segment.build(terms[keep], texts[keep], tfs[keep])
+        return Segment.build(TermTable.of(union), terms[keep], texts[keep], tfs[keep], self.first, other.end)
 
 
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
@@ -82,7 +168,6 @@ class IncrementalBM25:
         if method not in METHODS:
             raise ValueError(f"incremental BM25 supports {', '.join(METHODS)}, not {method!r}")
         self.k1, self.b, self.method = float(k1), float(b), method
-        self.vocab: dict[str, int] = {}
         self.segments: list[Segment] = []
         self._lengths = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
@@ -103,25 +188,8 @@ class IncrementalBM25:
         """Append texts (token lists) as the next text numbers."""
         if not documents:
             return
-        terms: list[int] = []
-        texts: list[int] = []
-        tfs: list[int] = []
-        lengths = np.zeros(len(documents), dtype=np.float32)
-        vocab = self.vocab
-        for i, tokens in enumerate(documents):
-            lengths[i] = len(tokens)
-            for token, tf in Counter(tokens).items():
-                term = vocab.get(token)
-                if term is None:
-                    term = vocab[token] = len(vocab)
-                terms.append(term)
-                texts.append(self.count + i)
-                tfs.append(tf)
-        segment = Segment.build(
-            np.asarray(terms, dtype=np.int64),
-            np.asarray(texts, dtype=np.int64),
-            np.asarray(tfs, dtype=np.float32),
-        )
+        lengths = np.asarray([len(tokens) for tokens in documents], dtype=np.float32)
+        segment = Segment.of_texts(documents, self.count)
         with self._lock:
             self._grow(len(documents))
             start, end = self.count, self.count + len(documents)
@@ -130,6 +198,32 @@ class IncrementalBM25:
             self.count, self.live = end, self.live + len(documents)
             self.total_length += float(lengths.sum())
             self.segments = self._compacted([*self.segments, segment])
+
+    @classmethod
+    def restored(
+        cls, segments: list[Segment], lengths: np.ndarray, alive: np.ndarray, **options: Any
+    ) -> IncrementalBM25:
+        """An index in the state saved as these segments (covering texts 0 to len(lengths), in
+        order), text lengths and live flags."""
+        index = cls(**options)
+        index._grow(len(lengths))
+        index._lengths[: len(lengths)] = lengths
+        index._alive[: len(alive)] = alive
+        index.count, index.live = len(lengths), int(np.count_nonzero(alive))
+        index.total_length = float(np.sum(lengths[alive], dtype=np.float64))
+        index.segments = list(segments)
+        return index
+
+    def state(self) -> tuple[list[Segment], np.ndarray, np.ndarray]:
+        """(segments, text lengths, live flags) as they are now, for saving."""
+        with self._lock:
+            count = self.count
+            return list(self.segments), self._lengths[:count].copy(), self._alive[:count].copy()
+
+    def replace_segments(self, saved: dict[tuple[int, int], Segment]) -> None:
+        """Swap segments for their saved (mapped) equals, found by text range; any merged meanwhile stay."""
+        with self._lock:
+            self.segments = [saved.get((s.first, s.end), s) for s in self.segments]
 
     def _grow(self, extra: int) -> None:
         need = self.count + extra
@@ -181,9 +275,7 @@ class IncrementalBM25:
         texts_parts: list[np.ndarray] = []
         score_parts: list[np.ndarray] = []
         for token, repeats in Counter(tokens).items():
-            term = self.vocab.get(token)
-            if term is None:
-                continue
+            term = token.encode("utf-8")
             found = [s.postings(term) for s in segments]
             texts = np.concatenate([f[0] for f in found])
             tfs = np.concatenate([f[1] for f in found])

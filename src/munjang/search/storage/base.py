@@ -13,6 +13,8 @@ Retrieval is a capability a backend may provide itself; munjang's in-process ind
 the store, are the fallback. Each capability is a Protocol checked with `isinstance`:
 - `ProvidesLexical`: the backend answers BM25 itself (`lexical_index`); otherwise the collection
   keeps a `live_lexical.LexicalIndex` over the store's `LexicalTokens`;
+- `KeepsLexicalFiles`: the backend has a folder where that in-process index is saved, so a new
+  reader maps it and catches up from its watermark instead of reading every token back;
 - `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
   the in-process `live_retrievers` indexes replay; a store without them refuses such a collection.
 
@@ -213,6 +215,14 @@ class ProvidesLexical(Protocol):
     where it cannot for this collection (the in-process index then serves)."""
 
     def lexical_index(self, store: Store, config: dict[str, Any]) -> LexicalSearch | None: ...
+
+
+@runtime_checkable
+class KeepsLexicalFiles(Protocol):
+    """A backend with a folder where the in-process BM25 index (`live_lexical.LexicalIndex`) is
+    saved by the writer and mapped by a new reader (`lexical_files.py`)."""
+
+    def lexical_files(self) -> Path: ...
 
 
 class DenseSearch(Protocol):

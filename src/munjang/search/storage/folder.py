@@ -3,10 +3,12 @@
     folder/
       collection.db        SQLite (WAL): documents, metadata, lexical tokens, the embedding cache
       dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
+      dense-L-D.exact      or the exact matrix (index="exact"), mapped by readers
+      lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
       write.lock           one writer at a time; readers never take it
 
-The database (`sqlite_store.py`) is the source of truth; the dense index lives in memory (`live_index.py`),
-an HNSW graph also on disk, caught up from the database when it opens.
+The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
+`live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ class FolderBackend:
             yield
         finally:
             lock.release()
+
+    def lexical_files(self) -> Path:
+        return self.path / "lexical"
 
     def save_dense(self, dense: Any) -> None:
         try:

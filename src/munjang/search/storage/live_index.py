@@ -80,10 +80,11 @@ class StoreFollower(ABC):
 
 
 class DenseIndex:
-    """The collection's vector index: exact (in memory, rebuilt from the store on open) or HNSW
-    (saved in the folder, caught up from the store on open)."""
+    """The collection's vector index, exact or HNSW, saved in the folder under a name that carries
+    the watermark it covers, and caught up from the store on open. A saved exact matrix is mapped
+    (`MappedExactIndex`): a reader does not read every vector back from the store."""
 
-    FILE = re.compile(r"dense-(\d+)-(\d+)\.hnsw")
+    FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
     sql_filters = False  # filters arrive as a list of allowed labels
 
     def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
@@ -96,8 +97,12 @@ class DenseIndex:
 
     @property
     def persistent(self) -> bool:
-        """An HNSW graph is saved beside the store (rebuilding it is slow); an exact index is not."""
-        return self.kind == "hnsw"
+        """Both kinds are saved beside the store (`_maybe_save`, `close`)."""
+        return True
+
+    @property
+    def suffix(self) -> str:
+        return "hnsw" if self.kind == "hnsw" else "exact"
 
     def _new(self) -> Any:
         if self.kind == "exact":
@@ -107,12 +112,11 @@ class DenseIndex:
         return HNSWIndex(self.dim, metric=self.metric, **self.hnsw)
 
     def load(self, folder: Path) -> None:
-        """The newest saved HNSW file whose name carries its watermark, else an empty index."""
+        """The newest saved file of this kind whose name carries its watermark, else an empty index."""
         self.index = self._new()
         self.watermark = self.saved = Watermark()
-        if self.kind != "hnsw":
-            return
         from ..index.ann import HNSWIndex
+        from ..index.mapped_exact import MappedExactIndex
 
         for path in sorted(
             self._saved_files(folder),
@@ -120,14 +124,19 @@ class DenseIndex:
             reverse=True,
         ):
             try:
-                self.index = HNSWIndex.load(path)
+                if self.kind == "hnsw":
+                    self.index = HNSWIndex.load(path)
+                else:
+                    self.index = MappedExactIndex.load(path, self.dim, self.metric)
             except Exception:  # a damaged derived file is rebuilt from the store
                 continue
             self.watermark = self.saved = self._mark(path)
             return
 
     def _saved_files(self, folder: Path) -> list[Path]:
-        return [p for p in folder.iterdir() if self.FILE.fullmatch(p.name)]
+        return [
+            p for p in folder.iterdir() if (m := self.FILE.fullmatch(p.name)) and m.group(3) == self.suffix
+        ]
 
     def _mark(self, path: Path) -> Watermark:
         match = self.FILE.fullmatch(path.name)
@@ -157,8 +166,8 @@ class DenseIndex:
             return self._exact_subset(store, vectors, k, index.ids())
         if allowed is None:
             return cast(tuple[np.ndarray, np.ndarray], index.search(vectors, k))
-        if isinstance(index, ExactIndex):
-            return index.search(vectors, k, allowed=allowed)
+        if self.kind == "exact":
+            return cast(tuple[np.ndarray, np.ndarray], index.search(vectors, k, allowed=allowed))
         return self._filtered_ann(store, vectors, k, allowed)
 
     def _filtered_ann(
@@ -192,19 +201,26 @@ class DenseIndex:
         return subset.search(vectors, k)
 
     def save(self, folder: Path) -> None:
-        """Write the HNSW graph under a name that records its watermark, then drop older files.
+        """Write the index (the HNSW graph, or the exact matrix) under a name that records its
+        watermark, then drop older files.
 
         The save itself is atomic (temporary file, then rename), so a crash leaves either the old
         file or the new one, and whichever is found is caught up from the store on open."""
-        if self.kind != "hnsw" or self.index is None or self.saved == self.watermark:
+        if self.index is None or self.saved == self.watermark:
             return
         mark = self.watermark
         # A save killed midway leaves a hidden temporary sibling; the caller holds the writer lock,
         # so no other save is running and any such file is stale.
         for stale in folder.glob(".dense-*.tmp*"):
             stale.unlink(missing_ok=True)
-        target = folder / f"dense-{mark.label}-{mark.deletion}.hnsw"
-        self.index.save(target)
+        target = folder / f"dense-{mark.label}-{mark.deletion}.{self.suffix}"
+        if self.kind == "hnsw":
+            self.index.save(target)
+        else:
+            from ..index.mapped_exact import MappedExactIndex
+
+            MappedExactIndex.save(self.index, target)
+            self.index = MappedExactIndex.load(target, self.dim, self.metric)  # the writer maps it too
         self.saved = mark
         for path in self._saved_files(folder):
             if path != target:

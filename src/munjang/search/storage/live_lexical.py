@@ -3,8 +3,10 @@ backend that does not answer BM25 itself (`base.ProvidesLexical`)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,9 +31,15 @@ class LexicalIndex:
 
     With `reopen` (a function that opens another connection to the same store), a rebuild after
     the first runs on a background thread while searches go on with the index as it was (the
-    rebuilt methods only: an incremental catch-up is as cheap as a search)."""
+    rebuilt methods only: an incremental catch-up is as cheap as a search).
 
-    def __init__(self, config: dict[str, Any], reopen: Callable[[], Any] | None = None) -> None:
+    With `files` (a folder beside the store), the incremental index is saved there by the writer
+    (`save`) and mapped by a new reader, which then catches up only from the saved watermark
+    (`lexical_files.py`): opening does not read every stored token back."""
+
+    def __init__(
+        self, config: dict[str, Any], reopen: Callable[[], Any] | None = None, files: Path | None = None
+    ) -> None:
         self.config = config
         self.incremental = config.get("method", "lucene") in INCREMENTAL_METHODS and "delta" not in config
         self.bm25: Any = None
@@ -40,8 +48,11 @@ class LexicalIndex:
         # Passage rows starts[t]:starts[t + 1] (into the labels) share BM25 text t.
         self.starts = np.zeros(1, dtype=np.int64)
         self.watermark: Watermark | None = None
+        self.saved: Watermark | None = None
+        self.files = files
         self._reopen = reopen
         self._lock = threading.Lock()
+        self._applying = threading.Lock()  # one catch-up at a time, and none while a save reads the state
         self._rebuilding: threading.Thread | None = None
 
     @property
@@ -72,10 +83,28 @@ class LexicalIndex:
                 self._rebuilding.start()
         return False
 
+    @property
+    def persistent(self) -> bool:
+        """Whether the index is kept in files beside the store (an incremental one, with `files`)."""
+        return self.files is not None and self.incremental
+
+    @property
+    def unsaved(self) -> int:
+        """Passages added and deletions applied since the last save (all of them, if never saved)."""
+        now, saved = self.watermark or Watermark(), self.saved or Watermark()
+        return (now.label - saved.label) + (now.deletion - saved.deletion)
+
     def _catch_up(self, store: Any) -> bool:
-        """Apply the passages added and the labels deleted since the watermark."""
+        with self._applying:
+            return self._apply(store)
+
+    def _apply(self, store: Any) -> bool:
+        """Apply the passages added and the labels deleted since the watermark (from the saved
+        index, when there is one and this is the first catch-up)."""
         from ..index.incremental_bm25 import IncrementalBM25
 
+        if self.bm25 is None and self.persistent:
+            self._restore(store)
         seen = self.watermark or Watermark()
         with store.snapshot():
             now = store.watermark()
@@ -100,6 +129,45 @@ class LexicalIndex:
             self.starts = np.concatenate([self.starts[:-1], new_starts, [base + len(labels)]])
             self.watermark = now
         return bool(len(labels) or len(deleted))
+
+    def _restore(self, store: Any) -> None:
+        """Map the saved index, if a whole one not ahead of the store is found."""
+        from ..index.incremental_bm25 import IncrementalBM25
+        from .lexical_files import load
+
+        assert self.files is not None
+        snap = load(self.files, store.watermark()) if self.files.is_dir() else None
+        if snap is None:
+            return
+        options = {k: v for k, v in self.config.items() if k in ("k1", "b", "method")}
+        bm25 = IncrementalBM25.restored(snap.segments, snap.lengths, snap.alive, **options)
+        with self._lock:
+            self.bm25, self._labels, self.starts = bm25, snap.labels, snap.starts
+            self._passage_alive = np.repeat(snap.alive, np.diff(snap.starts))
+            self.watermark = self.saved = snap.watermark
+
+    def save(self) -> None:
+        """Write what changed since the last save to the files (the writer only, under its lock).
+        A failure to write (a full disk) is logged, not raised: the files are derived data, and the
+        next save or a reader's catch-up from the store covers the gap."""
+        if not self.persistent or self.bm25 is None:
+            return
+        from .lexical_files import Snapshot, save
+
+        assert self.files is not None
+        with self._applying:
+            with self._lock:
+                watermark, labels, starts = self.watermark, self._labels, self.starts
+            if watermark is None or watermark == self.saved:
+                return
+            segments, lengths, alive = self.bm25.state()
+            try:
+                written = save(self.files, Snapshot(watermark, segments, lengths, alive, labels, starts))
+            except OSError as e:
+                logging.getLogger(__name__).warning("munjang: lexical index not saved: %s", e)
+                return
+            self.bm25.replace_segments(written)
+            self.saved = watermark
 
     def _kill(self, bm25: Any, deleted: np.ndarray) -> None:
         """Mark the passages of deleted labels dead, and their texts in BM25."""
