@@ -4,6 +4,7 @@ often than a language; without it the map splits Korean from English."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,10 @@ def test_script_groups_and_centring():
     np.testing.assert_allclose(centred[3:].mean(0), x.mean(0), atol=1e-5)
     np.testing.assert_allclose(centred[1] - centred[0], x[1] - x[0])  # shapes within a group kept
     np.testing.assert_array_equal(centre_groups(x, ["a"] * 6), x)  # one script: unchanged
+    empty = np.zeros((0, 4), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of an empty slice (a filter matching nothing)
+        assert centre_groups(empty, []).shape == (0, 4)
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,8 @@ def centre_groups(vectors: np.ndarray, groups: Sequence[str], min_size: int = 3)
     x = np.asarray(vectors, dtype=np.float32)
     if len(groups) != len(x):
         raise ValueError(f"{len(groups)} groups for {len(x)} vectors")
+    if len(x) == 0:
+        return x.copy()
     labels = np.asarray(groups)
     out = x.copy()
     overall = x.mean(axis=0)
