@@ -19,9 +19,11 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
   the in-process `live_retrievers` indexes replay; a store without them refuses such a collection.
 
 `Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
-`Backend` and talks to these parts only. Two backends exist: a folder with SQLite (`folder.py` +
-`sqlite_store.py`, the default) and PostgreSQL with pgvector (`postgres.py`, chosen by a
-`postgresql://` URL).
+`Backend` and talks to these parts only. Three backends exist: a folder with SQLite (`folder.py` +
+`sqlite_store.py`, the default; BM25 and the exact matrix saved beside it for readers to map),
+PostgreSQL with pgvector (`postgres.py`, a `postgresql://` URL: dense, BM25 and filters in SQL),
+and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense and
+BM25 searched in Qdrant).
 
 Adding a backend (say `lancedb://`):
 1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
