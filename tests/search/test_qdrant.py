@@ -43,14 +43,16 @@ def _start_writer(name: str, url: str, round_number: int) -> subprocess.Popen[st
     return proc
 
 
-def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+@pytest.mark.parametrize("rounds", [3, pytest.param(8, marks=pytest.mark.slow)])
+def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder, rounds: int) -> None:
     """A writer killed at random moments: every committed document is in the store and, once a
-    writer opens the collection again, in Qdrant (dense and BM25), and the two agree."""
+    writer opens the collection again, in Qdrant (dense and BM25), and the two agree (3 kills in
+    the default suite, 8 with -m slow)."""
     url = qdrant_url(tmp_path)
     Collection.create("crash", backend=url, encoder=encoder, tokenizer="word").close()
     rng = random.Random(0)
     committed: dict[str, int] = {}
-    for round_number in range(6):
+    for round_number in range(rounds):
         proc = _start_writer("crash", url, round_number)
         if round_number == 0:  # local mode: one process at a time, said in one line
             with pytest.raises(CollectionError, match="open in another process"):
