@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
-    "version", "errors", "paths", "atomic", "extras", "images", "devices", "bundled",
+    "version", "lazy_names", "errors", "paths", "atomic", "extras", "images", "devices", "bundled",
     "similarity", "models", "hub", "modules", "formats", "inference", "encoder_backend", "encoder",
     "m3_encoder", "m3_views",
     "encode_pool", "remote", "embedder",
