@@ -296,3 +296,22 @@ def test_bad_folders_are_named(tmp_path: Path, encoder) -> None:
     with pytest.raises(ValueError, match="unknown index"):
         Collection.create(tmp_path / "x", encoder=encoder, index="ivf")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_collection_keeps_its_tokenizer_config(encoder, tmp_path: Path) -> None:
+    # New collections record the tokenizer's whole config (Kiwi without its multi-word dictionary);
+    # one saved before that records only a name and keeps tokenizing with the dictionary it had.
+    col = Collection.create(tmp_path / "c", encoder=encoder)
+    assert col.info()["lexical"]["tokenizer"]["kiwi"]["multi_words"] is False
+    col.add(["new"], ["뉴 노멀 시대"])
+    col.config["lexical"]["tokenizer"] = "auto"  # the config as an older munjang saved it
+    col.add(["old"], ["뉴 노멀 시대"])
+    _, ids, tokens = col.store.tokens()
+    assert dict(zip(ids, map(tuple, tokens), strict=True)) == {
+        "new": ("뉴", "노멀", "시대"),
+        "old": ("뉴 노멀", "시대"),
+    }
+    assert [h.id for h in col.search("뉴 노멀", mode="lexical")] == ["old"]
+    col.close()
+    with pytest.raises(ValueError, match="cannot rebuild"):
+        Collection.create(tmp_path / "d", encoder=encoder, tokenizer={"name": "mine"})

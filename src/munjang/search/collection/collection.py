@@ -137,7 +137,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         encoder: Any = None,
         index: str = "exact",
         metric: str = "cosine",
-        tokenizer: str = "auto",
+        tokenizer: str | Mapping[str, Any] = "auto",
         bm25: Mapping[str, Any] | None = None,
         hnsw: Mapping[str, Any] | None = None,
         query_prompt_name: str | None = None,
@@ -182,10 +182,12 @@ class Collection(CollectionSearch, CollectionEncoding):
             encoder, query_prompt_name, document_prompt_name
         )
         from ..index.bm25 import BM25Index
-        from ..index.tokenizers import get_tokenizer
+        from ..index.tokenizers import get_tokenizer, tokenizer_from_config
 
-        get_tokenizer(tokenizer)
-        lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
+        # The tokenizer's whole config is kept, so a later default (Kiwi's dictionary) never changes
+        # how an existing collection's queries are cut.
+        chosen = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer_from_config(tokenizer)
+        lexical = {**dict(bm25 or {}), "tokenizer": chosen.get_config_dict()}
         BM25Index(**lexical)
         chunks = ChunkingConfig.from_mapping(chunking).to_dict()
         if "m3" in loaded and chunks["late"]:
