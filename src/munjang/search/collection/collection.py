@@ -33,7 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..index.exact import ExactIndex
-from ..storage.backends import collection_names, is_storage_error, open_backend
+from ..storage.backends import collection_names, drop_collection, is_storage_error, open_backend
 from ..storage.base import (
     SCHEMA_VERSION,
     Backend,
@@ -252,6 +252,12 @@ class Collection(CollectionSearch, CollectionEncoding):
     def names(where: str | os.PathLike[str]) -> list[str]:
         """The collections in a folder of collection folders, or in the database at a URL."""
         return collection_names(where)
+
+    @staticmethod
+    def drop(location: str | os.PathLike[str], *, backend: str | None = None) -> None:
+        """Delete a closed collection (a folder, or with `backend` a name in that database) and all
+        it holds; refused, nothing removed, while another process writes to it."""
+        drop_collection(location, backend)
 
     @staticmethod
     def is_storage_error(error: BaseException) -> bool:

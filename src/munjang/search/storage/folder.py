@@ -5,7 +5,7 @@
       dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
       dense-L-D.exact      or the exact matrix (index="exact"), mapped by readers
       lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
-      write.lock           one writer at a time; readers never take it
+      write.lock           one writer at a time (a drop is refused while it is held); readers never take it
 
 The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
 `live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from .base import CollectionError
 from .disk_faults import storage_fault, writable_media
+from .folder_drop import drop_folder
 from .live_index import DenseIndex
 from .sqlite_store import DocumentStore
 
@@ -44,10 +45,11 @@ class FolderBackend:
 
     @staticmethod
     def names(parent: Path) -> list[str]:
-        """The collection folders directly inside `parent`, by name."""
+        """The collection folders directly inside `parent`, by name (hidden ones, being created or
+        dropped, left out)."""
         if not parent.is_dir():
             raise CollectionError(f"{parent}: no such folder")
-        return sorted(p.name for p in parent.iterdir() if (p / DB_NAME).is_file())
+        return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
 
     @staticmethod
     def is_error(error: BaseException) -> bool:
@@ -122,3 +124,8 @@ class FolderBackend:
     def size_bytes(self, store: Any) -> int:
         files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]
         return sum(f.stat().st_size for f in files if f.exists())
+
+    def drop(self) -> None:
+        """Remove the collection folder (`folder_drop.py`): only a munjang collection, never while
+        a writer holds its lock."""
+        drop_folder(self.path, self.location)

@@ -1,0 +1,164 @@
+"""Dropping a collection on every backend (folder, PostgreSQL, Qdrant's local mode): it leaves the
+listing, its name is free for a new, empty collection, the others are untouched; an unknown name is
+a not-found error; a drop while another process holds the writer lock is refused with nothing lost;
+and a folder that is not a munjang collection is never removed. All on the real engines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from munjang.search import CollectionBusyError, CollectionError, CollectionNotFoundError
+from munjang.search.collection.collection import Collection
+from tests.helpers.collection_backends import fresh_database, qdrant_url
+from tests.helpers.paths import SCRIPTS
+
+DOCS = {"a": "서울의 날씨가 맑다", "b": "주식 시장이 급락했다", "c": "고양이가 낮잠을 잔다"}
+
+
+class Place:
+    """Where the test's collections live: `where` is what `Collection.names` lists."""
+
+    def __init__(self, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.kind = kind
+        self.url: str | None = None
+        self.where: str | Path = tmp_path / "collections"
+        if kind == "qdrant":
+            self.url = self.where = qdrant_url(tmp_path)
+        elif kind == "postgres":
+            self.url = self.where = fresh_database(request.getfixturevalue("postgres_url"))
+        else:
+            self.where.mkdir()  # type: ignore[union-attr]
+
+    def location(self, name: str) -> str | Path:
+        return name if self.url is not None else Path(self.where) / name
+
+    def create(self, name: str, encoder) -> Collection:
+        return Collection.create(self.location(name), backend=self.url, encoder=encoder, tokenizer="word")
+
+    def open(self, name: str, encoder) -> Collection:
+        return Collection.open(self.location(name), backend=self.url, encoder=encoder)
+
+    def drop(self, name: str) -> None:
+        Collection.drop(self.location(name), backend=self.url)
+
+    def names(self) -> list[str]:
+        return Collection.names(self.where)
+
+
+@pytest.fixture(params=["embedded", "postgres", "qdrant"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    return Place(request.param, tmp_path, request)
+
+
+def _filled(place: Place, name: str, encoder) -> None:
+    with place.create(name, encoder) as collection:
+        collection.add(list(DOCS), list(DOCS.values()))
+
+
+def test_a_dropped_collection_is_gone_and_its_name_is_free(place: Place, encoder) -> None:
+    _filled(place, "news", encoder)
+    _filled(place, "kept", encoder)
+    assert place.names() == ["kept", "news"]
+    place.drop("news")
+    assert place.names() == ["kept"]
+    with pytest.raises(CollectionError, match="no such collection"):
+        place.open("news", encoder)
+    with place.create("news", encoder) as again:  # the same name: a new, empty collection
+        assert len(again) == 0 and again.search("고양이", k=3) == []
+        again.add(["x"], ["강아지 뛰어논다"])
+        assert [h.id for h in again.search("강아지", k=3, mode="lexical")] == ["x"]
+    with place.open("kept", encoder) as kept:  # the other collection is untouched
+        assert sorted(kept.ids()) == sorted(DOCS)
+        assert kept.search("고양이 낮잠", k=1)[0].id == "c"
+    assert place.names() == ["kept", "news"]
+
+
+def test_an_unknown_name_is_not_found(place: Place) -> None:
+    with pytest.raises(CollectionNotFoundError, match="no such collection"):
+        place.drop("missing")
+
+
+@contextmanager
+def _writer_holding_the_lock(place: Place, name: str) -> Iterator[None]:
+    """Another process holding the collection's writer lock until the block ends."""
+    args = [sys.executable, str(SCRIPTS / "hold_write_lock.py"), str(place.location(name))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        args + ([place.url] if place.url else []),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "locked", proc.stderr.read() if proc.stderr else line
+        yield
+    finally:
+        proc.communicate("", timeout=60)
+
+
+def test_a_drop_is_refused_while_another_process_writes(place: Place, encoder) -> None:
+    _filled(place, "busy", encoder)
+    with _writer_holding_the_lock(place, "busy"):
+        with pytest.raises(CollectionBusyError, match="another process"):
+            place.drop("busy")
+        assert place.names() == ["busy"]
+    with place.open("busy", encoder) as collection:  # nothing was lost
+        assert sorted(collection.ids()) == sorted(DOCS)
+        assert collection.check() == []
+    place.drop("busy")
+    assert place.names() == []
+
+
+def test_a_folder_that_is_not_a_collection_is_never_removed(tmp_path: Path, encoder) -> None:
+    plain = tmp_path / "photos"
+    plain.mkdir()
+    (plain / "me.jpg").write_bytes(b"not a collection")
+    with pytest.raises(CollectionError, match="not a munjang collection folder") as refused:
+        Collection.drop(plain)
+    assert not isinstance(refused.value, CollectionNotFoundError)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "collection.db").write_bytes(b"some other program's file")
+    with pytest.raises(CollectionError):
+        Collection.drop(foreign)
+    Collection.create(tmp_path / "real", encoder=encoder).close()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(CollectionError, match="is a link"):
+        Collection.drop(tmp_path / "link")
+    with pytest.raises(CollectionError):
+        Collection.drop(tmp_path / "me.jpg")
+    assert (plain / "me.jpg").read_bytes() == b"not a collection"
+    assert (foreign / "collection.db").read_bytes() == b"some other program's file"
+    assert (tmp_path / "real" / "collection.db").is_file()
+
+
+def test_a_drop_left_half_done_is_not_listed(tmp_path: Path, encoder) -> None:
+    """A process killed after hiding the folder leaves a hidden folder that no listing shows."""
+    Collection.create(tmp_path / "c", encoder=encoder).close()
+    os.rename(tmp_path / "c", tmp_path / ".c.dropping-1")
+    assert Collection.names(tmp_path) == []
+    Collection.create(tmp_path / "c", encoder=encoder).close()
+    assert Collection.names(tmp_path) == ["c"]
+
+
+def test_a_qdrant_collection_open_in_this_process_is_refused(tmp_path: Path, encoder) -> None:
+    url = qdrant_url(tmp_path)
+    collection = Collection.create("open", backend=url, encoder=encoder)
+    try:
+        with pytest.raises(CollectionBusyError, match="open in this process"):
+            Collection.drop("open", backend=url)
+    finally:
+        collection.close()
+    Collection.drop("open", backend=url)
+    assert Collection.names(url) == []
