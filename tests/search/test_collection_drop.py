@@ -6,50 +6,16 @@ and a folder that is not a munjang collection is never removed. All on the real 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from munjang.search import CollectionBusyError, CollectionError, CollectionNotFoundError
 from munjang.search.collection.collection import Collection
-from tests.helpers.collection_backends import fresh_database, qdrant_url
-from tests.helpers.paths import SCRIPTS
+from tests.helpers.collection_backends import qdrant_url
+from tests.helpers.collection_places import Place, writer_holding_the_lock
 
 DOCS = {"a": "서울의 날씨가 맑다", "b": "주식 시장이 급락했다", "c": "고양이가 낮잠을 잔다"}
-
-
-class Place:
-    """Where the test's collections live: `where` is what `Collection.names` lists."""
-
-    def __init__(self, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.url: str | None = None
-        self.where: str | Path = tmp_path / "collections"
-        if kind == "qdrant":
-            self.url = self.where = qdrant_url(tmp_path)
-        elif kind == "postgres":
-            self.url = self.where = fresh_database(request.getfixturevalue("postgres_url"))
-        else:
-            self.where.mkdir()  # type: ignore[union-attr]
-
-    def location(self, name: str) -> str | Path:
-        return name if self.url is not None else Path(self.where) / name
-
-    def create(self, name: str, encoder) -> Collection:
-        return Collection.create(self.location(name), backend=self.url, encoder=encoder, tokenizer="word")
-
-    def open(self, name: str, encoder) -> Collection:
-        return Collection.open(self.location(name), backend=self.url, encoder=encoder)
-
-    def drop(self, name: str) -> None:
-        Collection.drop(self.location(name), backend=self.url)
-
-    def names(self) -> list[str]:
-        return Collection.names(self.where)
 
 
 @pytest.fixture(params=["embedded", "postgres", "qdrant"])
@@ -85,31 +51,9 @@ def test_an_unknown_name_is_not_found(place: Place) -> None:
         place.drop("missing")
 
 
-@contextmanager
-def _writer_holding_the_lock(place: Place, name: str) -> Iterator[None]:
-    """Another process holding the collection's writer lock until the block ends."""
-    args = [sys.executable, str(SCRIPTS / "hold_write_lock.py"), str(place.location(name))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen(
-        args + ([place.url] if place.url else []),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "locked", proc.stderr.read() if proc.stderr else line
-        yield
-    finally:
-        proc.communicate("", timeout=60)
-
-
 def test_a_drop_is_refused_while_another_process_writes(place: Place, encoder) -> None:
     _filled(place, "busy", encoder)
-    with _writer_holding_the_lock(place, "busy"):
+    with writer_holding_the_lock(place, "busy"):
         with pytest.raises(CollectionBusyError, match="another process"):
             place.drop("busy")
         assert place.names() == ["busy"]
