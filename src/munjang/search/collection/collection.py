@@ -264,12 +264,13 @@ class Collection(CollectionSearch, CollectionEncoding):
         """True for an error from a backend's database driver (a server refused or went away)."""
         return is_storage_error(error)
 
-    def close(self) -> None:
+    def close(self, save: bool = True) -> None:
         """Save the dense index if it keeps a file and moved on, and BM25's files (writers only);
         close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
         whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
-        rewrite it."""
-        if not self.readonly and self.dense.persistent:
+        rewrite it. `save=False` (before a drop) closes the store only, taking no lock: what is
+        saved stays as it was, and the next open catches it up from the store."""
+        if save and not self.readonly and self.dense.persistent:
             with self._write_lock():
                 self.dense.sync(self.store)
                 if self.dense.kind == "hnsw":
