@@ -106,3 +106,23 @@ def test_a_qdrant_collection_open_in_this_process_is_refused(tmp_path: Path, enc
         collection.close()
     Collection.drop("open", backend=url)
     assert Collection.names(url) == []
+
+
+@pytest.mark.parametrize("kind", ["embedded", "postgres"])  # Qdrant's local mode refuses such a drop
+def test_a_writer_opened_before_the_drop_finds_it_gone(kind: str, tmp_path: Path, request, encoder) -> None:
+    """A collection dropped while another process (here: another object) has it open: its next
+    write fails naming the drop, and leaves nothing behind that would block a new collection."""
+    place = Place(kind, tmp_path, request)
+    _filled(place, "news", encoder)
+    with place.open("news", encoder) as stale:
+        place.drop("news")
+        with pytest.raises(Exception) as refused:
+            stale.add(["z"], ["늦게 온 문서"])
+        if place.url is None:
+            assert isinstance(refused.value, CollectionNotFoundError), repr(refused.value)
+            assert "was dropped" in str(refused.value)
+        else:  # PostgreSQL: its tables are gone, which the driver reports
+            assert Collection.is_storage_error(refused.value), repr(refused.value)
+        assert place.names() == []
+    with place.create("news", encoder) as again:
+        assert len(again) == 0

@@ -136,3 +136,17 @@ def test_a_drop_needs_the_key_and_passes_the_cross_site_rules(tmp_path: Path, en
         assert own_page.status_code == 200, own_page.text
         assert _names(client) == []
     assert not (tmp_path / "demo").exists()
+
+
+def test_a_collection_dropped_behind_the_servers_back_refuses_writes(tmp_path: Path, encoder) -> None:
+    """`munjang index drop` from another shell while the server serves the folder collection: the
+    server's next write answers 404 naming the drop (nothing is written to files no folder holds)."""
+    place = Place("embedded", tmp_path, None)  # type: ignore[arg-type]
+    with TestClient(create_app(_settings(place, encoder)), base_url=LOCAL) as client:
+        _create(client, "news")
+        Collection.drop(place.location("news"))
+        late = client.post("/v1/collections/news/documents", json={"documents": DOCS[:1]}, headers=KEY)
+        assert late.status_code == 404 and "was dropped" in late.json()["error"]["message"], late.text
+        assert place.names() == [] and not Path(place.location("news")).exists()
+        assert client.delete("/v1/collections/news", headers=WRITE).status_code == 404
+        assert _names(client) == []

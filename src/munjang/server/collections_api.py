@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from ..applications.projection import project_2d, script_groups, umap_available
 from ..inference.hardware import torch_threads
-from ..search import CollectionError, ReadOnlyError, StorageFullError
+from ..search import CollectionError, CollectionNotFoundError, ReadOnlyError, StorageFullError
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
@@ -224,6 +224,8 @@ class ServedCollection:
             raise APIError(507, str(e), None, "disk_full") from e
         except ReadOnlyError as e:
             raise APIError(409, str(e), None, "read_only") from e
+        except CollectionNotFoundError as e:  # dropped by another process since it was opened
+            raise APIError(404, str(e), None, "collection_dropped") from e
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
         except Exception as e:

@@ -38,6 +38,7 @@ from ..storage.base import (
     SCHEMA_VERSION,
     Backend,
     CollectionError,
+    CollectionNotFoundError,
     Document,
     KeepsLexicalFiles,
     LexicalSearch,
@@ -269,17 +270,22 @@ class Collection(CollectionSearch, CollectionEncoding):
         close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
         whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
         rewrite it. `save=False` (before a drop) closes the store only, taking no lock: what is
-        saved stays as it was, and the next open catches it up from the store."""
-        if save and not self.readonly and self.dense.persistent:
-            with self._write_lock():
-                self.dense.sync(self.store)
-                if self.dense.kind == "hnsw":
-                    self.backend.save_dense(self.dense)
-                else:
-                    self._maybe_save()
-                if self.lexical.ready:  # a writer that built BM25 leaves its files current
-                    self._save_lexical()
-        self.store.close()
+        saved stays as it was, and the next open catches it up from the store. A collection dropped
+        since it was opened has nothing to save: its store is just closed."""
+        try:
+            if save and not self.readonly and self.dense.persistent:
+                with self._write_lock():
+                    self.dense.sync(self.store)
+                    if self.dense.kind == "hnsw":
+                        self.backend.save_dense(self.dense)
+                    else:
+                        self._maybe_save()
+                    if self.lexical.ready:  # a writer that built BM25 leaves its files current
+                        self._save_lexical()
+        except CollectionNotFoundError:
+            pass
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Collection:
         return self

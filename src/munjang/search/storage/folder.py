@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from .base import CollectionError
 from .disk_faults import storage_fault, writable_media
-from .folder_drop import drop_folder
+from .folder_drop import acquire_writer_lock, drop_folder
 from .live_index import DenseIndex
 from .sqlite_store import DocumentStore
 
@@ -99,14 +99,7 @@ class FolderBackend:
         if self._lock is None:
             self._lock = FileLock(str(self.path / LOCK_NAME))
         lock = self._lock
-        try:
-            lock.acquire(timeout=timeout)
-        except OSError as e:
-            raise storage_fault(e, self.location) or e from e
-        except Timeout:
-            raise CollectionError(
-                f"{self.location}: another process is writing (lock held longer than {timeout} s)"
-            ) from None
+        acquire_writer_lock(lock, self.path, self.location, timeout)
         try:
             yield
         finally:

@@ -6,6 +6,10 @@ the folder is renamed to a hidden name (`.NAME.dropping-PID`: at once it is no l
 NAME is free for a new collection), anything kept outside the folder is removed (a Qdrant server's
 collection; if that fails, the folder is renamed back and nothing is lost), then the database, then
 the rest. A process killed part-way leaves a hidden folder, which no listing shows.
+
+A writer that opened the collection before the drop takes the same lock (`acquire_writer_lock`), and
+then finds the database gone: its write fails with `CollectionNotFoundError` instead of going to
+files that no folder holds any more.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -37,6 +41,34 @@ def check_collection_folder(path: Path) -> None:
     if not path.is_dir() or not (path / DB_NAME).is_file():
         raise CollectionError(f"{path} is not a munjang collection folder (no {DB_NAME}): not dropped")
     DocumentStore(path / DB_NAME, readonly=True).close()  # a foreign database is refused by name
+
+
+def acquire_writer_lock(lock: FileLock, path: Path, location: str, timeout: float) -> None:
+    """Take a collection folder's writer lock, or raise naming why: another process is writing, or
+    the collection was dropped (checked before, since the lock would make its folder again, and
+    after, for a drop that finished while this waited)."""
+    _check_not_dropped(path, location)
+    try:
+        lock.acquire(timeout=timeout)
+    except OSError as e:
+        raise storage_fault(e, location) or e from e
+    except Timeout:
+        raise CollectionError(
+            f"{location}: another process is writing (lock held longer than {timeout} s)"
+        ) from None
+    try:
+        _check_not_dropped(path, location)
+    except CollectionNotFoundError:
+        lock.release()
+        with suppress(OSError):  # the folder the lock file made again: nothing else is in it
+            (path / LOCK_NAME).unlink()
+            path.rmdir()
+        raise
+
+
+def _check_not_dropped(path: Path, location: str) -> None:
+    if not (path / DB_NAME).is_file():
+        raise CollectionNotFoundError(f"{location}: the collection was dropped (its folder is gone)")
 
 
 def drop_folder(

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from ...extras import require
 from .base import CollectionBusyError, CollectionError, LexicalSearch
 from .disk_faults import storage_fault, writable_media
-from .folder_drop import drop_folder
+from .folder_drop import acquire_writer_lock, drop_folder
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
 from .sqlite_store import DocumentStore
 
@@ -249,14 +249,7 @@ class QdrantBackend:
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
         if self._lock is None:
             self._lock = FileLock(str(self.path / LOCK_NAME))
-        try:
-            self._lock.acquire(timeout=timeout)
-        except OSError as e:
-            raise storage_fault(e, self.location) or e from e
-        except Timeout:
-            raise CollectionError(
-                f"{self.location}: another process is writing (lock held longer than {timeout} s)"
-            ) from None
+        acquire_writer_lock(self._lock, self.path, self.location, timeout)
         try:
             yield
         finally:
