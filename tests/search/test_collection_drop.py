@@ -126,3 +126,45 @@ def test_a_writer_opened_before_the_drop_finds_it_gone(kind: str, tmp_path: Path
         assert place.names() == []
     with place.create("news", encoder) as again:
         assert len(again) == 0
+
+
+def test_a_qdrant_server_that_fails_the_drop_gets_its_records_back(tmp_path: Path, encoder) -> None:
+    """The records folder is hidden before the Qdrant collection is deleted; a server that refuses
+    (here: nothing listens, the real network path) puts the folder back, nothing lost."""
+    local = qdrant_url(tmp_path)
+    with Collection.create("news", backend=local, encoder=encoder, tokenizer="word") as collection:
+        collection.add(list(DOCS), list(DOCS.values()))
+    records = local.removeprefix("qdrant+local://")
+    server = f"qdrant://127.0.0.1:9{records}?timeout=5"
+    with pytest.raises(Exception) as refused:
+        Collection.drop("news", backend=server)
+    assert Collection.is_storage_error(refused.value), repr(refused.value)
+    assert Collection.names(local) == ["news"] and sorted(os.listdir(records)) == ["news"]
+    with Collection.open("news", backend=local, encoder=encoder) as collection:
+        assert sorted(collection.ids()) == sorted(DOCS)
+
+
+def test_postgres_refuses_a_schema_it_did_not_make_and_a_session_that_keeps_the_tables(
+    tmp_path: Path, request: pytest.FixtureRequest, encoder, monkeypatch
+) -> None:
+    import psycopg
+
+    place = Place("postgres", tmp_path, request)
+    assert place.url is not None
+    with psycopg.connect(place.url, autocommit=True) as conn:
+        conn.execute('CREATE SCHEMA "munjang_other"; CREATE TABLE "munjang_other".meta (key text)')
+        with pytest.raises(CollectionError, match="not a munjang collection"):
+            Collection.drop("other", backend=place.url)
+        assert conn.execute("SELECT to_regclass('munjang_other.meta')").fetchone()[0] is not None
+    _filled(place, "news", encoder)
+    monkeypatch.setattr("munjang.search.storage.postgres.DROP_LOCK_TIMEOUT", "200ms")
+    with psycopg.connect(place.url) as reader:  # a transaction still reading the collection's table
+        reader.execute('SELECT count(*) FROM "munjang_news".documents').fetchone()
+        with pytest.raises(CollectionBusyError, match="kept it in use"):
+            place.drop("news")
+        reader.rollback()
+    assert place.names() == ["news", "other"]
+    with place.open("news", encoder) as collection:
+        assert sorted(collection.ids()) == sorted(DOCS)
+    place.drop("news")
+    assert place.names() == ["other"]
