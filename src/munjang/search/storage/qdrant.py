@@ -289,7 +289,9 @@ class QdrantBackend:
         """Hold local mode's own lock on the collection's Qdrant storage: refused while a client in
         this or another process has it open."""
         qdrant = self.path / "qdrant"
-        if str(qdrant.resolve()) in _local_clients:
+        with _clients_lock:
+            opened_here = str(qdrant.resolve()) in _local_clients
+        if opened_here:
             raise CollectionBusyError(f"{self.location} is open in this process: close it before dropping it")
         lock_file = qdrant / ".lock"
         if not lock_file.is_file():
