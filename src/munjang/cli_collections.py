@@ -30,6 +30,7 @@ class ConfirmationError(MunjangError):
 
 
 def list_collections(
+    context: typer.Context,
     folder: DirOption = None,
     backend: BackendOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
@@ -38,7 +39,10 @@ def list_collections(
     from .search.collection.collection import Collection
 
     if folder is not None and backend is not None:
-        raise ValueError("give --dir or --backend, not both")
+        source = context.get_parameter_source("backend")  # typer's own click: its enum, by name
+        if source is None or source.name != "ENVIRONMENT":
+            raise ValueError("give --dir or --backend, not both")
+        backend = None  # an explicit --dir wins over $MUNJANG_BACKEND
     names = Collection.names(backend if backend is not None else folder or Path("."))
     if as_json:
         typer.echo(json.dumps(names, ensure_ascii=False))

@@ -82,6 +82,9 @@ def test_refusals_are_one_error_line(tmp_path: Path, encoder, capsys, monkeypatc
         ["index", "list", "--dir", str(tmp_path), "--backend", "qdrant+local://x"], capsys, monkeypatch
     )
     assert code == 2 and err == "error: give --dir or --backend, not both\n"
+    monkeypatch.setenv("MUNJANG_BACKEND", "qdrant+local://x")  # an explicit --dir wins over it
+    code, out, _ = run_cli(["index", "list", "--dir", str(place.where)], capsys, monkeypatch)
+    assert (code, out) == (0, "busy\n")
     code, _, err = run_cli(["index", "list", "--dir", str(tmp_path / "none")], capsys, monkeypatch)
     assert code == 2 and "no such folder" in err
     assert Collection.names(place.where) == ["busy"] and (tmp_path / "photos").is_dir()
