@@ -33,7 +33,7 @@ LAYERS = [
     "losses", "data", "search.index", "evaluation", "cross_encoder", "search.storage",
     "search.collection", "search", "ingest", "applications",
     "distributed", "training", "demo", "client", "integrations", "server",
-    "cli_options", "cli_models", "cli_index_text", "cli_index", "cli_apps", "cli_topics",
+    "cli_options", "cli_models", "cli_index_text", "cli_index", "cli_collections", "cli_apps", "cli_topics",
     "cli_serve", "cli_train", "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
 ]  # fmt: skip
 

@@ -7,7 +7,14 @@ Everything below `Collection` works on arrays and token lists and knows nothing 
 from typing import TYPE_CHECKING
 
 from ..lazy_names import lazy_names
-from .storage.base import CollectionError, Document, ReadOnlyError, StorageFullError
+from .storage.base import (
+    CollectionBusyError,
+    CollectionError,
+    CollectionNotFoundError,
+    Document,
+    ReadOnlyError,
+    StorageFullError,
+)
 
 if TYPE_CHECKING:
     from .collection.collection import AddResult, Collection
@@ -64,7 +71,9 @@ __all__ = [
     "BinaryIndex",
     "ChunkingConfig",
     "Collection",
+    "CollectionBusyError",
     "CollectionError",
+    "CollectionNotFoundError",
     "Document",
     "ExactIndex",
     "FusedHit",

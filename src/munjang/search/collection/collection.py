@@ -33,11 +33,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..index.exact import ExactIndex
-from ..storage.backends import collection_names, is_storage_error, open_backend
+from ..storage.backends import collection_names, drop_collection, is_storage_error, open_backend
 from ..storage.base import (
     SCHEMA_VERSION,
     Backend,
     CollectionError,
+    CollectionNotFoundError,
     Document,
     KeepsLexicalFiles,
     LexicalSearch,
@@ -256,25 +257,37 @@ class Collection(CollectionSearch, CollectionEncoding):
         return collection_names(where)
 
     @staticmethod
+    def drop(location: str | os.PathLike[str], *, backend: str | None = None) -> None:
+        """Delete a closed collection (a folder, or with `backend` a name in that database) and all
+        it holds; refused, nothing removed, while another process writes to it."""
+        drop_collection(location, backend)
+
+    @staticmethod
     def is_storage_error(error: BaseException) -> bool:
         """True for an error from a backend's database driver (a server refused or went away)."""
         return is_storage_error(error)
 
-    def close(self) -> None:
+    def close(self, save: bool = True) -> None:
         """Save the dense index if it keeps a file and moved on, and BM25's files (writers only);
         close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
         whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
-        rewrite it."""
-        if not self.readonly and self.dense.persistent:
-            with self._write_lock():
-                self.dense.sync(self.store)
-                if self.dense.kind == "hnsw":
-                    self.backend.save_dense(self.dense)
-                else:
-                    self._maybe_save()
-                if self.lexical.ready:  # a writer that built BM25 leaves its files current
-                    self._save_lexical()
-        self.store.close()
+        rewrite it. `save=False` (before a drop) closes the store only, taking no lock: what is
+        saved stays as it was, and the next open catches it up from the store. A collection dropped
+        since it was opened has nothing to save: its store is just closed."""
+        try:
+            if save and not self.readonly and self.dense.persistent:
+                with self._write_lock():
+                    self.dense.sync(self.store)
+                    if self.dense.kind == "hnsw":
+                        self.backend.save_dense(self.dense)
+                    else:
+                        self._maybe_save()
+                    if self.lexical.ready:  # a writer that built BM25 leaves its files current
+                        self._save_lexical()
+        except CollectionNotFoundError:
+            pass
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Collection:
         return self
