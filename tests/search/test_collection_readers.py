@@ -90,5 +90,7 @@ def test_a_lexical_reader_never_imports_torch(encoder, tmp_path: Path) -> None:
         "hits = c.search('학교', mode='lexical')\n"
         "print([h.id for h in hits], 'torch' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.split() == ["['a']", "False"], out.stderr[-2000:]
