@@ -220,6 +220,29 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
         assert again.search("stock", k=2, filter={"lang": "en"})[0].id == "en-2"
 
 
+def test_an_hnsw_reader_maps_the_saved_graph_until_the_store_moves_past_it(tmp_path: Path, encoder) -> None:
+    # A reader of a settled collection opens the saved graph as a memory-mapped view (no read of
+    # the graph); the first change to apply reads it in, even after the writer replaced the file.
+    folder = tmp_path / "h"
+    with Collection.create(folder, encoder=encoder, index="hnsw") as c:
+        _fill(c)
+    reader = Collection.open(folder, encoder=encoder, readonly=True)
+    with Collection.open(folder, encoder=encoder) as fresh:
+        expected = [(h.id, h.score) for h in fresh.search("guitar solo", k=4)]
+    assert [(h.id, h.score) for h in reader.search("guitar solo", k=4)] == expected
+    assert reader.dense.index.is_view
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.add(["late"], ["A late guitar solo."])
+        writer.delete(["en-1"])
+    assert sorted(p.name for p in folder.glob("dense-*.hnsw")) == [
+        "dense-7-1.hnsw"
+    ]  # the view's file is gone
+    hits = reader.search("guitar solo", k=6)
+    assert not reader.dense.index.is_view and hits[0].id == "late" and "en-1" not in {h.id for h in hits}
+    assert reader.check() == []
+    reader.close()
+
+
 def test_hnsw_collection_ranks_everything_exactly_when_asked_for_everything(
     tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
