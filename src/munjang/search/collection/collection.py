@@ -123,7 +123,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
             )
         )
-        self.extras = open_extras(self.config, store, encoders, device)
+        self.extras = open_extras(self.config, store, encoders, device, backend)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
         extras, loaded = extras_config(
-            place.kind, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
+            place, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
             multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
             m3_model=m3_model, m3_encoder=m3_encoder,
         )  # fmt: skip

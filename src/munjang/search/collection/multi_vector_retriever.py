@@ -106,8 +106,15 @@ class MultiVectorRetriever:
     def encode_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
         return [np.asarray(q, dtype=np.float32) for q in self.encoder.encode_query(list(queries))]
 
+    sql_filters = False  # filtered by `allowed` labels; `where` is not read
+
     def search(
-        self, store: Any, queries: Sequence[str], k: int, allowed: np.ndarray | None
+        self,
+        store: Any,
+        queries: Sequence[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: Any = None,
     ) -> list[list[tuple[int, float]]]:
         """Top-k (label, MaxSim score) per query, among `allowed` labels when given."""
         self.live.sync(store)
