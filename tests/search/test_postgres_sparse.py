@@ -100,13 +100,15 @@ def test_sparse_and_hybrid_equal_the_folder_backend_through_adds_upserts_and_del
     assert sql.store.count_matching("TRUE", []) == len(folder)
 
 
-def test_a_passage_without_its_sparse_vector_is_refused_with_nothing_written(postgres_url: str) -> None:
+def test_a_passage_without_its_sparse_vector_is_refused_and_a_commit_vacuums_the_postings(
+    postgres_url: str,
+) -> None:
     store = PostgresStore(postgres_url, "sparse_refused")
     store.drop()
     store.create_schema({"dim": 2, "metric": "cosine", "index": "exact", "sparse": {"model": "s", "dim": 9}})
     key = sparse_cache_key("s")
     try:
-        rows = [NewRow("x", "x", "{}", "hx", "[]"), NewRow("y", "y", "{}", "hy", "[]")]
+        rows = [NewRow("x", "x", "{}", "hx", '["사과"]'), NewRow("y", "y", "{}", "hy", "[]")]
         with store.transaction():
             store.put_embeddings("m", ["hx", "hy"], np.ones((2, 2), np.float32))
             store.put_sparse(key, ["hx"], [(np.array([1, 3, 1]), np.array([0.5, 2.0, 0.25], np.float32))])
@@ -116,6 +118,11 @@ def test_a_passage_without_its_sparse_vector_is_refused_with_nothing_written(pos
         with store.transaction():
             store.put_sparse(key, ["hy"], [(np.zeros(0, np.int64), np.zeros(0, np.float32))])
             store.insert(rows, "m")
+        for table in ("lexical_postings", "sparse_postings"):  # vacuumed at the commit: index-only reads
+            pages, visible = store.conn.execute(
+                "SELECT relpages, relallvisible FROM pg_class WHERE oid = %s::regclass", (store.t(table),)
+            ).fetchone()
+            assert pages > 0 and visible == pages, table
         x, y = store.existing(["x", "y"])["x"][0], store.existing(["x", "y"])["y"][0]
         search = PostgresSparse(store, key)
         # token 1 given twice weighs 0.75 in x; y has no tokens, so it scores nothing
