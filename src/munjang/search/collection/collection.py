@@ -157,8 +157,8 @@ class Collection(CollectionSearch, CollectionEncoding):
         already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder and PostgreSQL
         collections), `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`:
         dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`); the last two need a folder
-        collection. The folder (or the PostgreSQL schema, with
-        `backend`) appears complete or not at all."""
+        collection. The folder (or the PostgreSQL schema, with `backend`) appears complete or not
+        at all."""
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")

@@ -60,6 +60,7 @@ class MultiVectorRetriever:
     """The multi-vector model (loaded on first need), its cache key in the store, and the live index."""
 
     name = "multi_vector"
+    sql_filters = False  # filtered by `allowed` labels; `where` is not read
 
     def __init__(
         self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
@@ -105,8 +106,6 @@ class MultiVectorRetriever:
 
     def encode_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
         return [np.asarray(q, dtype=np.float32) for q in self.encoder.encode_query(list(queries))]
-
-    sql_filters = False  # filtered by `allowed` labels; `where` is not read
 
     def search(
         self,
