@@ -1,25 +1,30 @@
 """Two munjang processes on one PostgreSQL collection: nothing per passage lives in either (dense,
-BM25 and filters run in SQL), so both answer every query the same as the writer does, and a write
-through the writer is found by both at their next search: lexical, dense and hybrid, filtered too."""
+BM25, SPLADE and filters run in SQL), so both answer every query the same as the writer does, and a
+write through the writer is found by both at their next search: lexical, dense, sparse and hybrid,
+filtered too."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from munjang.search.collection.collection import Collection
+from tests.helpers.sparse import munjang_splade
 
 # A reader process: opens the collection read-only, then answers one JSON request per line.
 READER = """
 import json, sys
 from munjang.search.collection.collection import Collection
+from tests.helpers.sparse import munjang_splade
 
 collection = Collection.open(sys.argv[1], backend=sys.argv[2], readonly=True)
-print(json.dumps([type(collection.lexical).__name__, type(collection.dense).__name__]), flush=True)
+kinds = [collection.lexical, collection.dense, collection.sparse.own]
+print(json.dumps([type(x).__name__ for x in kinds]), flush=True)
 for line in sys.stdin:
     ask = json.loads(line)
     hits = collection.search(ask["query"], 5, mode=ask["mode"], filter=ask.get("filter"))
@@ -33,12 +38,16 @@ DOCS = {
     "weather": ("내일은 전국이 맑고 따뜻하겠습니다", {"kind": "news"}),
     "cat": ("고양이가 소파 위에서 낮잠을 잔다", {"kind": "pet"}),
 }
+# Words of the tiny SPLADE model's vocabulary: its random weights leave no passage without one of them.
+MANY = "the cat sat on the mat in the rain sun car road dog"
 QUERIES = [
     ("과일", "lexical", None),
     ("주식 시장", "dense", None),
     ("고양이 낮잠", "hybrid", None),
     ("과일", "hybrid", {"kind": "fruit"}),
     ("시장", "lexical", {"kind": "news"}),
+    (MANY, "sparse", None),
+    (MANY, "sparse", {"kind": "fruit"}),
 ]
 
 
@@ -78,9 +87,12 @@ def _own(collection: Collection, query: str, mode: str, filter: dict[str, Any] |
 
 
 @pytest.fixture
-def writer(postgres_url: str, encoder):
+def writer(postgres_url: str, encoder, tmp_path: Path):
     name = "two_processes"
-    collection = Collection.create(name, backend=postgres_url, encoder=encoder, index="hnsw")
+    splade = munjang_splade(tmp_path / "splade", inference_free=True)
+    collection = Collection.create(
+        name, backend=postgres_url, encoder=encoder, index="hnsw", sparse_model=splade
+    )
     ids = list(DOCS)
     collection.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
     yield collection
@@ -92,7 +104,7 @@ def test_two_processes_answer_alike_and_see_each_write_at_their_next_search(writ
     readers = [Reader("two_processes", postgres_url) for _ in range(2)]
     try:
         # Nothing per passage in either process: both retrievers are the database's.
-        assert all(r.kinds == ["PostgresLexical", "PostgresDense"] for r in readers)
+        assert all(r.kinds == ["PostgresLexical", "PostgresDense", "PostgresSparse"] for r in readers)
         for query, mode, spec in QUERIES:
             want = _own(writer, query, mode, spec)
             assert want, (query, mode)
@@ -102,7 +114,10 @@ def test_two_processes_answer_alike_and_see_each_write_at_their_next_search(writ
                 assert [h[1] for h in got] == pytest.approx([h[1] for h in want], abs=1e-4)
 
         writer.add(["grape"], ["포도는 보라색 과일이다"], [{"kind": "fruit"}])
+        want = _own(writer, MANY, "sparse", {"kind": "fruit"})
+        assert "grape" in [h[0] for h in want]
         for reader in readers:
+            assert reader.search(MANY, "sparse", {"kind": "fruit"}) == want
             assert "grape" in [h[0] for h in reader.search("포도", "lexical")]
             assert "grape" in [h[0] for h in reader.search("보라색 포도 과일", "dense")]
             assert "grape" in [h[0] for h in reader.search("포도", "hybrid", {"kind": "fruit"})]
@@ -110,7 +125,7 @@ def test_two_processes_answer_alike_and_see_each_write_at_their_next_search(writ
 
         writer.delete(["apple"])
         for reader in readers:
-            for mode in ("lexical", "dense", "hybrid"):
+            for mode in ("lexical", "dense", "sparse", "hybrid"):
                 assert "apple" not in [h[0] for h in reader.search("사과 과일", mode)]
         assert writer.check() == []
     finally:

@@ -124,7 +124,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
             )
         )
-        self.extras = open_extras(self.config, store, encoders, device)
+        self.extras = open_extras(self.config, store, encoders, device, backend)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -154,18 +154,19 @@ class Collection(CollectionSearch, CollectionEncoding):
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
-        passages (see `passages.py`). Extra retrievers (folder collections only; each model a folder
-        or hub id, optionally already loaded as its `*_encoder`): `sparse_model` (SPLADE),
-        `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`: dense, sparse and
-        ColBERT vectors from one pass, see `m3_pass.py`). The folder (or the PostgreSQL schema, with
-        `backend`) appears complete or not at all."""
+        passages (see `passages.py`). Extra retrievers (each model a folder or hub id, optionally
+        already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder and PostgreSQL
+        collections), `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`:
+        dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`); the last two need a folder
+        collection. The folder (or the PostgreSQL schema, with `backend`) appears complete or not
+        at all."""
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
         extras, loaded = extras_config(
-            place.kind, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
+            place, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
             multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
             m3_model=m3_model, m3_encoder=m3_encoder,
         )  # fmt: skip

@@ -60,6 +60,7 @@ class MultiVectorRetriever:
     """The multi-vector model (loaded on first need), its cache key in the store, and the live index."""
 
     name = "multi_vector"
+    sql_filters = False  # filtered by `allowed` labels; `where` is not read
 
     def __init__(
         self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
@@ -107,7 +108,12 @@ class MultiVectorRetriever:
         return [np.asarray(q, dtype=np.float32) for q in self.encoder.encode_query(list(queries))]
 
     def search(
-        self, store: Any, queries: Sequence[str], k: int, allowed: np.ndarray | None
+        self,
+        store: Any,
+        queries: Sequence[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: Any = None,
     ) -> list[list[tuple[int, float]]]:
         """Top-k (label, MaxSim score) per query, among `allowed` labels when given."""
         self.live.sync(store)

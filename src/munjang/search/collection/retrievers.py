@@ -36,15 +36,20 @@ class Retriever(Protocol):
 
     def put(self, store: Any, hashes: list[str], values: list[Any]) -> None: ...
 
+    @property
+    def sql_filters(self) -> bool:
+        """Whether `search` applies the compiled SQL filter `where` itself (else `allowed` labels)."""
+        ...
+
     def search(
-        self, store: Any, queries: Any, k: int, allowed: np.ndarray | None
+        self, store: Any, queries: Any, k: int, allowed: np.ndarray | None, where: Any = None
     ) -> list[list[tuple[int, float]]]: ...
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
 
 
 def extras_config(
-    backend_kind: str,
+    backend: Any,
     device: str | None,
     *,
     sparse_model: str | os.PathLike[str] | None = None,
@@ -61,7 +66,7 @@ def extras_config(
     if m3_model is not None or m3_encoder is not None:
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
-        if backend_kind != "embedded":
+        if backend.kind != "embedded":
             raise ValueError("a bge-m3 collection needs a folder collection; PostgreSQL ones have none yet")
         if any(
             x is not None for x in (sparse_model, sparse_encoder, multi_vector_model, multi_vector_encoder)
@@ -74,14 +79,12 @@ def extras_config(
     if sparse_model is not None or sparse_encoder is not None:
         from .sparse_retriever import sparse_setup
 
-        encoders["sparse"], config["sparse"] = sparse_setup(
-            sparse_model, sparse_encoder, backend_kind, device
-        )
+        encoders["sparse"], config["sparse"] = sparse_setup(sparse_model, sparse_encoder, backend, device)
     if multi_vector_model is not None or multi_vector_encoder is not None:
         from .multi_vector_retriever import multi_vector_setup
 
         encoders["multi_vector"], config["multi_vector"] = multi_vector_setup(
-            multi_vector_model, multi_vector_encoder, backend_kind, device
+            multi_vector_model, multi_vector_encoder, backend.kind, device
         )
     return config, encoders
 
@@ -102,20 +105,22 @@ def m3_pass(config: dict[str, Any], encoders: dict[str, Any], device: str | None
 
 
 def open_extras(
-    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None
+    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None, backend: Any
 ) -> dict[str, Retriever]:
-    """The collection's extra retrievers, by mode name, in hybrid's order."""
-    if not any(config.get(name) for name in EXTRAS):
-        return {}
-    from .multi_vector_retriever import MultiVectorRetriever
-    from .sparse_retriever import SparseRetriever
+    """The collection's extra retrievers, by mode name, in hybrid's order (EXTRAS); the sparse one
+    is searched by the backend where it provides that (`ProvidesSparse`)."""
+    out: dict[str, Retriever] = {}
+    if config.get("sparse"):
+        from .sparse_retriever import SparseRetriever
 
-    kinds: dict[str, Any] = {"sparse": SparseRetriever, "multi_vector": MultiVectorRetriever}
-    return {
-        name: kinds[name](config[name], store, encoders.get(name), device)
-        for name in EXTRAS
-        if config.get(name)
-    }
+        out["sparse"] = SparseRetriever(config["sparse"], store, encoders.get("sparse"), device, backend)
+    if config.get("multi_vector"):
+        from .multi_vector_retriever import MultiVectorRetriever
+
+        out["multi_vector"] = MultiVectorRetriever(
+            config["multi_vector"], store, encoders.get("multi_vector"), device
+        )
+    return out
 
 
 def m3_views(one_pass: OnePass) -> dict[str, Any]:

@@ -140,6 +140,7 @@ class CollectionSearch:
             where = compile_filter(filter, dialect=self.store.dialect)
             lexical_sql = isinstance(self.lexical, FiltersLexicalInSql)
             in_sql = {"dense": self.dense.sql_filters, "lexical": lexical_sql}
+            in_sql |= {name: retriever.sql_filters for name, retriever in self.extras.items()}
             if not all(in_sql.get(name, False) for name in names):
                 allowed = self.store.labels_matching(*where)
         shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
@@ -196,7 +197,9 @@ class CollectionSearch:
             return self._dense_search(queries, k, allowed, where, batch_size)
         if name == "lexical":
             return self._lexical_search(queries, k, allowed, where)
-        results: list[list[tuple[int, float]]] = self.extras[name].search(self.store, queries, k, allowed)
+        results: list[list[tuple[int, float]]] = self.extras[name].search(
+            self.store, queries, k, allowed, where
+        )
         return results
 
     def _m3_ranked(

@@ -3,10 +3,12 @@
 A collection created with `sparse_model=...` records {"model", "dim"} under "sparse" in its
 configuration. Each passage's sparse vector is computed when it is added (the document side of the
 model: its MLM path, for inference-free models too) and written to the store in the same
-transaction as the passage, cached by text hash like dense vectors. The inverted index
-(`sparse_index.py`) is derived from the store and caught up by watermark, so a writer killed at any
-moment leaves nothing to repair. Queries go through the model's query side (`encode_query`), which an
-inference-free model answers with a tokenizer and a table lookup.
+transaction as the passage, cached by text hash like dense vectors. A backend that answers sparse
+retrieval itself (`ProvidesSparse`) keeps its postings in those transactions and scores, filters and
+ranks in its own query; otherwise the inverted index (`sparse_index.py`) is derived from the store
+and caught up by watermark, so a writer killed at any moment leaves nothing to repair. Queries go
+through the model's query side (`encode_query`), which an inference-free model answers with a
+tokenizer and a table lookup.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..index.sparse_index import rows_to_csr
-from ..storage.base import CollectionError, SparseVectors
+from ..storage.base import CollectionError, ProvidesSparse, SparseSearch, SparseVectors, sparse_cache_key
 from ..storage.live_index import label_problems
 from ..storage.live_retrievers import LiveSparseIndex
 from .inputs import model_key
@@ -29,16 +31,19 @@ ENCODE_BATCH = 32
 
 
 def sparse_setup(
-    sparse_model: str | os.PathLike[str] | None, encoder: Any, backend_kind: str, device: str | None
+    sparse_model: str | os.PathLike[str] | None, encoder: Any, backend: Any, device: str | None
 ) -> tuple[Any, dict[str, Any]]:
     """The sparse model (loaded unless given) and what a new collection records about it: {"model",
-    "dim"}. Only folder collections keep sparse vectors; the model must be named, so reopening finds it."""
+    "dim"}. Folder collections keep sparse vectors, and backends that search them themselves
+    (`ProvidesSparse`); the model must be named, so reopening finds it."""
     if sparse_model is None:
         raise ValueError(
             "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
         )
-    if backend_kind != "embedded":
-        raise ValueError("a sparse retriever needs a folder collection; PostgreSQL ones have none yet")
+    if backend.kind != "embedded" and not isinstance(backend, ProvidesSparse):
+        raise ValueError(
+            f"a sparse retriever needs a folder or PostgreSQL collection; {backend.kind} ones have none yet"
+        )
     if encoder is None:
         from ...sparse_encoder import load_sparse_encoder
 
@@ -47,22 +52,36 @@ def sparse_setup(
 
 
 class SparseRetriever:
-    """The sparse model (loaded on first need), its cache key in the store, and the live index."""
+    """The sparse model (loaded on first need), its cache key in the store, and the index: the
+    backend's own (`own`, filtered in its query) or the in-process one (`live`)."""
 
     name = "sparse"
 
     def __init__(
-        self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
+        self,
+        config: dict[str, Any],
+        store: Any,
+        encoder: Any = None,
+        device: str | None = None,
+        backend: Any = None,
     ) -> None:
+        self.own: SparseSearch | None = (
+            backend.sparse_index(store, config) if isinstance(backend, ProvidesSparse) else None
+        )
         if not isinstance(store, SparseVectors):
             raise CollectionError(
                 "this collection's backend keeps no sparse vectors (use a folder collection)"
             )
         self.model, self.dim = str(config["model"]), int(config["dim"])
-        self.key = f"sparse:{self.model}"
+        self.key = sparse_cache_key(self.model)
         self._encoder = encoder
         self._device = device
         self.live = LiveSparseIndex(self.key, self.dim)
+
+    @property
+    def sql_filters(self) -> bool:
+        """Whether `search` applies the compiled filter itself (no allowed-labels list needed)."""
+        return self.own is not None
 
     @property
     def encoder(self) -> Any:
@@ -98,11 +117,24 @@ class SparseRetriever:
             store.put_sparse(self.key, hashes, rows)
 
     def search(
-        self, store: Any, queries: Sequence[str], k: int, allowed: np.ndarray | None
+        self,
+        store: Any,
+        queries: Sequence[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None = None,
     ) -> list[list[tuple[int, float]]]:
-        """Top-k (label, dot-product score) per query, among `allowed` labels when given."""
+        """Top-k (label, dot-product score) per query, among `allowed` labels when given; the
+        backend's own index takes the compiled filter `where` instead."""
         from ...sparse_encoder import sparse_rows
 
+        if self.own is not None:
+            if allowed is not None and len(allowed) == 0:
+                return [[] for _ in queries]
+            rows = sparse_rows(self.encoder.encode_query(list(queries)))
+            if where is None and allowed is not None:
+                return self.own.search(rows, k, allowed)
+            return self.own.search_where(rows, k, where)
         self.live.sync(store)
         if (allowed is not None and len(allowed) == 0) or not len(self.live.index):
             return [[] for _ in queries]
@@ -111,5 +143,7 @@ class SparseRetriever:
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""
+        if self.own is not None:
+            return self.own.problems(labels)
         self.live.sync(store)
         return label_problems("sparse index", self.live.index.ids(), labels)

@@ -16,7 +16,9 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
 - `KeepsLexicalFiles`: the backend has a folder where that in-process index is saved, so a new
   reader maps it and catches up from its watermark instead of reading every token back;
 - `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
-  the in-process `live_retrievers` indexes replay; a store without them refuses such a collection.
+  the in-process `live_retrievers` indexes replay; a store without them refuses such a collection;
+- `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
+  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`.
 
 `Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
 `Backend` and talks to these parts only. Three backends exist: a folder with SQLite (`folder.py` +
@@ -179,6 +181,34 @@ class SparseVectors(Protocol):
     def sparse_after(
         self, model: str, after: int, batch: int = 20_000
     ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]: ...
+
+
+def sparse_cache_key(model: str) -> str:
+    """The key a sparse model's vectors are cached under in a store (`SparseVectors`)."""
+    return f"sparse:{model}"
+
+
+class SparseSearch(Protocol):
+    """A collection's SPLADE retrieval answered by its backend: dot-product top-k per query vector
+    (token ids, weights), with the compiled metadata filter applied inside its own query."""
+
+    def search_where(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, where: tuple[str, list[Any]] | None
+    ) -> list[list[tuple[int, float]]]: ...
+
+    def search(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, allowed: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]]: ...
+
+    def problems(self, labels: np.ndarray) -> list[str]: ...
+
+
+@runtime_checkable
+class ProvidesSparse(Protocol):
+    """A backend that answers SPLADE retrieval itself (the same dot products as the in-process
+    `index/sparse_index.py`). `config` is the collection's "sparse" entry ({"model", "dim"})."""
+
+    def sparse_index(self, store: Store, config: dict[str, Any]) -> SparseSearch: ...
 
 
 @runtime_checkable

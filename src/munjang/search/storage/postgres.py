@@ -1,9 +1,9 @@
 """The PostgreSQL backend: a collection is one schema in a database with pgvector, chosen by a
 `postgresql://` URL. The store (`postgres_store.py`) holds the vectors beside the passages, and
 pgvector searches them (`postgres_dense.py`); BM25 is scored in SQL over postings kept beside them
-(`postgres_lexical.py`), so a process holds nothing per passage; one writer at a time holds an
-advisory lock. Dropping a collection drops its schema, tables and postings together, in one
-transaction."""
+(`postgres_lexical.py`), and so is SPLADE's dot product (`postgres_sparse.py`), so a process holds
+nothing per passage; one writer at a time holds an advisory lock. Dropping a collection drops its
+schema, tables and postings together, in one transaction."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import CollectionBusyError, CollectionNotFoundError
+from .base import CollectionBusyError, CollectionNotFoundError, sparse_cache_key
 from .postgres_dense import PostgresDense
 from .postgres_lexical import PostgresLexical, served_in_sql
+from .postgres_sparse import PostgresSparse
 from .postgres_store import PostgresStore, is_database_error, list_collections
 
 # How long a drop waits for sessions still reading the collection's tables before it gives up.
@@ -67,6 +68,10 @@ class PostgresBackend:
             return PostgresLexical(store, config)
         return None
 
+    def sparse_index(self, store: Any, config: dict[str, Any]) -> PostgresSparse:
+        """SPLADE in SQL over the postings the store keeps (`config`: the collection's "sparse")."""
+        return PostgresSparse(store, sparse_cache_key(str(config["model"])))
+
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
         with store.write_lock(timeout):
@@ -109,8 +114,10 @@ class PostgresBackend:
 
 
 if TYPE_CHECKING:
-    from .base import Backend, LexicalSearch, ProvidesLexical
+    from .base import Backend, LexicalSearch, ProvidesLexical, ProvidesSparse, SparseSearch
 
     _CONTRACT: type[Backend] = PostgresBackend  # mypy checks the class against the contract
     _LEXICAL: type[ProvidesLexical] = PostgresBackend
     _SEARCH: type[LexicalSearch] = PostgresLexical
+    _SPARSE: type[ProvidesSparse] = PostgresBackend
+    _SPARSE_SEARCH: type[SparseSearch] = PostgresSparse

@@ -15,6 +15,8 @@ in PostgreSQL types:
 - `meta`: the collection's configuration.
 - `lexical_texts`, `lexical_postings`, `lexical_stats`: BM25's postings, derived from the tokens in
   the same transactions, which PostgreSQL scores itself (`postgres_lexical.py`).
+- `sparse_vectors`, `sparse_postings` (a collection with a sparse model): SPLADE's vector cache and
+  its postings by label, kept in the same transactions, scored in SQL (`postgres_sparse.py`).
 
 Every write is one transaction; one writer at a time holds a session advisory lock on the schema
 name; readers never wait. The public surface matches `DocumentStore`, so `Collection` runs on either.
@@ -27,13 +29,15 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from ...extras import install_hint
-from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark
+from . import postgres_sparse as sparse
+from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark, sparse_cache_key
 from .postgres_lexical import (
     create_postings,
     has_postings,
@@ -128,6 +132,7 @@ class PostgresStore:
         self.path = f"{redact(url)} (collection {name})"
         self.conn = _connect(url)
         self._in_transaction = False
+        self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
 
     # -- naming and set-up -----------------------------------------------------------------------
@@ -252,7 +257,16 @@ class PostgresStore:
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in config.items()],
             )
             create_postings(self)
+            if config.get("sparse"):
+                sparse.create_sparse(self)
         self._postings = True
+
+    @cached_property
+    def sparse_key(self) -> str | None:
+        """The cache key of the collection's sparse model, whose postings `insert` and `delete`
+        keep (None: the collection has no sparse retriever)."""
+        config = self.get_meta().get("sparse")
+        return sparse_cache_key(str(config["model"])) if config else None
 
     def drop(self) -> None:
         """Remove the collection's schema and everything in it."""
@@ -278,15 +292,28 @@ class PostgresStore:
     # -- transactions and locks ------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One read-write transaction: committed on success, rolled back on any exception."""
+        """One read-write transaction: committed on success, rolled back on any exception; a commit
+        that changed passages then vacuums their postings (`vacuum_postings`)."""
         if self.readonly:
             raise CollectionError(f"{self.path} was opened read-only")
-        self._in_transaction = True
+        self._in_transaction, changed = True, False
         try:
             with self.conn.transaction():
                 yield self.conn
+            changed = self._changed
         finally:
-            self._in_transaction = False
+            self._in_transaction = self._changed = False
+        if changed and self.conn.info.transaction_status.name == "IDLE":  # not inside another one
+            self.vacuum_postings()
+
+    def vacuum_postings(self) -> None:
+        """Mark the postings' changed pages all-visible, so BM25 and sparse queries read postings
+        from the index alone: until (auto)vacuum passes, each posting a query sums costs a visit
+        to the table too, several times slower. VACUUM reads only the pages changed since its last."""
+        kept = {"lexical_postings": self.has_postings(), "sparse_postings": self.sparse_key is not None}
+        names = [self.t(name) for name, present in kept.items() if present]
+        if names:
+            self.conn.execute(f"VACUUM {', '.join(names)}")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -481,8 +508,11 @@ class PostgresStore:
             missing = len(rows) - len(labels)
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
         cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
+        self._changed = True
         if self.has_postings():
             index_passages(self, min(labels), max(labels))
+        if self.sparse_key is not None:
+            sparse.index_sparse(self, self.sparse_key, min(labels), max(labels))
 
     def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
         """The whole text of documents stored as several passages: (id, text)."""
@@ -502,8 +532,11 @@ class PostgresStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete documents (every passage of each); returns how many documents existed."""
+        self._changed = True
         if self.has_postings():
             unindex_documents(self, ids)
+        if self.sparse_key is not None:
+            sparse.unindex_sparse(self, self.sparse_key, ids)
         rows = self.conn.execute(
             f"DELETE FROM {self.t('documents')} WHERE id = ANY(%s) RETURNING label, chunk", (list(ids),)
         ).fetchall()
@@ -547,6 +580,20 @@ class PostgresStore:
         if self.has_postings():
             problems += postings_problems(self)
         return problems
+
+    # -- sparse vectors (`SparseVectors`; a collection with a sparse model) ---------------------
+    def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]:
+        return sparse.cached_sparse(self, model, hashes)
+
+    def put_sparse(
+        self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> None:
+        sparse.put_sparse(self, model, hashes, rows)
+
+    def sparse_after(
+        self, model: str, after: int, batch: int = 20_000
+    ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]:
+        return sparse.sparse_after(self, model, after, batch)
 
     def database_bytes(self) -> int:
         row = self.conn.execute(
