@@ -33,6 +33,7 @@ from filelock import FileLock, Timeout
 from ...extras import require
 from .base import CollectionError, LexicalSearch
 from .disk_faults import storage_fault, writable_media
+from .qdrant_bm25 import STATS_NAME
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
 from .sqlite_store import DocumentStore
 
@@ -226,8 +227,9 @@ class QdrantBackend:
                     f"{self.location}: its Qdrant collection {self.collection_name!r} is missing"
                 )
             found = QdrantPoints(
-                client, self.collection_name, config, writer=not self.readonly, local=self.local
-            )
+                client, self.collection_name, config, writer=not self.readonly, local=self.local,
+                stats=self.path / STATS_NAME,
+            )  # fmt: skip
             self._points = found
         return found
 
@@ -264,7 +266,7 @@ class QdrantBackend:
         """Qdrant keeps its own state; the watermark is written with every push."""
 
     def size_bytes(self, store: Any) -> int:
-        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]
+        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal", STATS_NAME, STATS_NAME + "-wal")]
         total = sum(f.stat().st_size for f in files if f.exists())
         qdrant = self.path / "qdrant"
         if qdrant.is_dir():
