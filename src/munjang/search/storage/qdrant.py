@@ -21,8 +21,9 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,9 @@ from .sqlite_store import DocumentStore
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
+METADATA_LOG = (
+    "CREATE TABLE IF NOT EXISTS qdrant_metadata_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL)"
+)
 LOCAL_COLLECTION = "passages"  # the one Qdrant collection in a local-mode collection's qdrant/ folder
 
 # Local mode locks its storage folder per client, so a process shares one client per folder among
@@ -105,11 +109,40 @@ def _release_local(path: Path) -> None:
 
 
 class QdrantRecords(DocumentStore):
-    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open."""
+    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open. It
+    logs metadata changed in place (`qdrant_index.LogsMetadataUpdates`) for the push."""
 
     def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
         super().__init__(path, readonly=readonly)
         self.client, self._release = client, release
+        if not readonly:
+            self.conn.execute(METADATA_LOG)
+
+    def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
+        super().update_metadata(updates)
+        self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
+
+    def metadata_seq(self) -> int:
+        """The last metadata change logged (0: none)."""
+        try:
+            row = self.conn.execute("SELECT max(seq) FROM qdrant_metadata_log").fetchone()
+        except sqlite3.OperationalError:  # a collection no writer of this version has opened
+            return 0
+        return int(row[0] or 0)
+
+    def metadata_updates_after(self, seq: int) -> dict[int, str]:
+        """{label: metadata JSON} of the passages whose metadata changed after `seq`."""
+        ids = [
+            r[0]
+            for r in self.conn.execute("SELECT DISTINCT id FROM qdrant_metadata_log WHERE seq > ?", (seq,))
+        ]
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            query = f"SELECT label, metadata FROM documents WHERE id IN ({marks})"
+            out.update((int(label), text) for label, text in self.conn.execute(query, part))
+        return out
 
     def close(self) -> None:
         try:

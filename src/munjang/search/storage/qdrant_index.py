@@ -17,18 +17,20 @@ mean they were made at, which bounds how far past k the candidates must reach.
 
 from __future__ import annotations
 
+import json
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ...extras import require
 from .base import Watermark
 from .qdrant_bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
+from .qdrant_filters import compile_native, filter_payload, merge_kinds
 
 MAX_EF = 1000
 REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
@@ -45,6 +47,15 @@ def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tu
     norm = k1 * (1.0 - b + b * len(tokens) / max(avgdl, 1e-9))
     indices = sorted(counts)
     return indices, [counts[i] / (counts[i] + norm) for i in indices]
+
+
+@runtime_checkable
+class LogsMetadataUpdates(Protocol):
+    """A store that logs metadata changed in place (an upsert of the same text), which no
+    watermark shows, so that the push carries them to Qdrant's payload."""
+
+    def metadata_seq(self) -> int: ...
+    def metadata_updates_after(self, seq: int) -> dict[int, str]: ...
 
 
 class QdrantPoints:
@@ -75,7 +86,7 @@ class QdrantPoints:
             sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
             shard_number=int(options["shards"]) if "shards" in options else None,
             replication_factor=int(options["replicas"]) if "replicas" in options else None,
-            metadata={"munjang": _state(Watermark(), 0, 0)},
+            metadata={"munjang": {**_state(Watermark(), 0, 0), "filters": 1, "key_kinds": {}}},
         )
 
     def _read_state(self) -> dict[str, Any]:
@@ -95,7 +106,9 @@ class QdrantPoints:
                 self.state = self._read_state()
                 return self.watermark != before
             stale = not self.state.get("exact") and before.label > 0
-            if store.watermark() == before and not stale and not _drifted(self.state):
+            logged = store.metadata_seq() if isinstance(store, LogsMetadataUpdates) else 0
+            moved = logged > int(self.state.get("metadata_seq", 0))
+            if store.watermark() == before and not stale and not moved and not _drifted(self.state):
                 return False
             with store.snapshot():
                 now = store.watermark()
@@ -103,12 +116,17 @@ class QdrantPoints:
                     self._reweight(store, now, rebuild=before.label)
                 counted = self.stats.watermark
                 push = _Push(counted.label)
+                push.kinds = dict(self.state.get("key_kinds") or {})
                 if now.deletion > before.deletion:
                     self._delete(store, before.deletion, counted)
                 if now.label > before.label:
                     model, dim = self.config["model"], int(self.config["dim"])
                     for labels, vectors in store.vectors_after(model, dim, before.label, batch=2_000):
                         self._upsert(store, labels, vectors, push)
+                if moved and isinstance(store, LogsMetadataUpdates):
+                    self._update_metadata(
+                        store.metadata_updates_after(int(self.state.get("metadata_seq", 0))), push
+                    )
                 self.stats.apply(push.added, [], now)
                 totals = self.stats.totals()
                 avgdl = totals["length_sum"] / max(totals["texts"], 1)
@@ -122,12 +140,31 @@ class QdrantPoints:
                     "avgdl_low": low,
                     "avgdl_high": high,
                     "exact": 1,
+                    "metadata_seq": logged,
                 }
+                if self.state.get("filters"):
+                    state.update({"filters": 1, "key_kinds": push.kinds})
                 if _drifted(state):
                     state = {**state, **self._reweight(store, now)}
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
             return True
+
+    def _update_metadata(self, updates: dict[int, str], push: _Push) -> None:
+        """Metadata changed in place: the passages' payload (`metadata` and filters' `mf`) again."""
+        models, operations = self.models, []
+        for label, text in updates.items():
+            metadata = json.loads(text)
+            filterable, kinds = filter_payload(metadata)
+            merge_kinds(push.kinds, kinds)
+            payload = {"metadata": metadata, "mf": filterable}
+            operations.append(
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[label]))
+            )
+        for start in range(0, len(operations), 1000):
+            self.client.batch_update_points(
+                self.name, update_operations=operations[start : start + 1000], wait=True
+            )
 
     def _delete(self, store: Any, after: int, counted: Watermark) -> None:
         """Take the texts deleted since `after` out of the statistics (those counted and not yet
@@ -179,9 +216,11 @@ class QdrantPoints:
         for label, vector in zip(labels.tolist(), np.asarray(vectors, dtype=np.float32), strict=True):
             doc = docs[label]
             named: dict[str, Any] = {"dense": vector.tolist()}
+            filterable, kinds = filter_payload(doc.metadata)
+            merge_kinds(push.kinds, kinds)
             payload = {
                 "id": doc.id, "chunk": doc.chunk, "start": doc.start, "end": doc.end,
-                "text": doc.text, "metadata": doc.metadata,
+                "text": doc.text, "metadata": doc.metadata, "mf": filterable,
             }  # fmt: skip
             if label in first:
                 indices, weights = bm25_weights(tokens.get(label, []), self.k1, self.b, avgdl)
@@ -245,11 +284,25 @@ class QdrantPoints:
                 break
         return np.array(sorted(out), dtype=np.int64)
 
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        """`spec` as a Qdrant filter on the points' `mf` payload, where its meaning is kept exactly
+        (`qdrant_filters.py`); None for a collection whose points predate that payload."""
+        if not self.state.get("filters"):
+            return None
+        return compile_native(spec, self.state.get("key_kinds") or {}, self.models)
+
     def query(
-        self, query: Any, using: str, k: int, allowed: np.ndarray | None, params: Any = None
+        self,
+        query: Any,
+        using: str,
+        k: int,
+        allowed: np.ndarray | None,
+        params: Any = None,
+        native: Any = None,
     ) -> list[tuple[int, float]]:
-        """Top-k (label, score) of one query on a named vector, among `allowed` labels when given."""
-        flt = None
+        """Top-k (label, score) of one query on a named vector, among `allowed` labels when given,
+        or the points matching the `native` filter."""
+        flt = native
         if allowed is not None:
             flt = self.models.Filter(must=[self.models.HasIdCondition(has_id=[int(x) for x in allowed])])
         found = self.client.query_points(
@@ -268,6 +321,7 @@ class _Push:
         self.counted = counted
         self.added: list[list[str]] = []
         self.made: list[float] = []  # the mean lengths its weights were made at
+        self.kinds: dict[str, str] = {}  # the kinds of value each metadata key has held
         self.open: tuple[tuple[str, tuple[str, ...]], list[int]] | None = None
 
     def avgdl(self, stats: BM25Stats) -> float:
@@ -299,7 +353,8 @@ def _state(watermark: Watermark, length_sum: int, texts: int) -> dict[str, Any]:
 
 class QdrantDense:
     """Dense search by Qdrant's query on the `dense` named vector (HNSW, or exact for index
-    "exact"); filters arrive as allowed labels, applied inside Qdrant's search."""
+    "exact"); a filter arrives compiled for Qdrant (`native_filter`, as `where`), or else as
+    allowed labels, applied inside Qdrant's search either way."""
 
     persistent = False
     sql_filters = False
@@ -329,6 +384,9 @@ class QdrantDense:
     def memory_bytes(self) -> int:
         return 0  # Qdrant's memory, not this process's
 
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        return self.points.native_filter(spec)
+
     def search(
         self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +397,7 @@ class QdrantDense:
         scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
         for i, vector in enumerate(np.asarray(vectors, dtype=np.float32)):
             for j, (label, score) in enumerate(
-                self.points.query(vector.tolist(), "dense", k, allowed, params)
+                self.points.query(vector.tolist(), "dense", k, allowed, params, where)
             ):
                 labels[i, j], scores[i, j] = label, score
         return labels, scores
@@ -373,14 +431,29 @@ class QdrantLexical:
         lower label): the texts Qdrant proposes, rescored with the live statistics, fetched until
         no text left out can reach the k-th score. A hit on a window's first passage is a hit, with
         its score, on each passage of the window (among `allowed`)."""
+        flt, permitted = None, None
+        if allowed is not None:
+            models = self.points.models
+            condition = models.FieldCondition(key="bm25_members", match=models.MatchAny(any=allowed.tolist()))
+            flt, permitted = models.Filter(must=[condition]), set(allowed.tolist())
+        return self._search(queries, k, flt, permitted)
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        return self.points.native_filter(spec)
+
+    def search_native(
+        self, queries: Sequence[Sequence[str]], k: int, native: Any
+    ) -> list[list[tuple[int, float]]]:
+        """`search` among the texts whose first point matches the compiled filter (the passages of
+        one window are of one document: they share its metadata)."""
+        return self._search(queries, k, native, None)
+
+    def _search(
+        self, queries: Sequence[Sequence[str]], k: int, flt: Any, permitted: set[int] | None
+    ) -> list[list[tuple[int, float]]]:
         points = self.points
         exact_ready = bool(points.state.get("exact")) and points.stats.exists
         models = points.models
-        flt = None
-        if allowed is not None:
-            condition = models.FieldCondition(key="bm25_members", match=models.MatchAny(any=allowed.tolist()))
-            flt = models.Filter(must=[condition])
-        permitted = None if allowed is None else set(allowed.tolist())
         n, length_sum, bound = 1, 0, 1.0  # not written by this version yet: Qdrant's scores
         df: dict[str, int] = {}
         if exact_ready:
