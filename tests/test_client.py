@@ -39,6 +39,10 @@ def test_collections_round_trip(client):
     assert client.delete("news", ["b"]) == 1
     assert client.collection_info("news")["documents"] == 1
     assert [c["name"] for c in client.collections()] == ["news"]
+    client.drop_collection("news")
+    assert client.collections() == []
+    with pytest.raises(munjang.ServerError, match="404"):
+        client.drop_collection("news")
 
 
 def test_server_errors_carry_status_and_field(client, encoder):

@@ -1,7 +1,6 @@
 """munjang (문장, "sentence"): Sentence-BERT end to end, with Korean as a first-class language."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     CorruptModelError,
@@ -12,6 +11,7 @@ from .errors import (
     ModelNotFoundError,
     MunjangError,
 )
+from .lazy_names import lazy_names
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -97,21 +97,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported on first use (PEP 562); a submodule by its name."""
-    module = _LAZY.get(name)
-    if module is None:
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = importlib.import_module(f"{__name__}.{module}")
-    if module != name:
-        value = getattr(value, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -20,6 +20,7 @@ import typer
 from .atomic import atomic_write
 from .cli_adapt import adapt
 from .cli_apps import register as register_applications
+from .cli_collections import register as register_collections
 from .cli_index import index_app
 from .cli_models import models_app
 from .cli_mteb import eval_mteb
@@ -55,6 +56,7 @@ eval_app = typer.Typer(help="Evaluate a model on a benchmark.", no_args_is_help=
 app.add_typer(eval_app, name="eval")
 eval_app.command("mteb")(eval_mteb)
 app.add_typer(index_app, name="index")
+register_collections(index_app)
 app.add_typer(models_app, name="models")
 register_applications(app)
 register_topics(app)

@@ -148,6 +148,11 @@ class Client:
         info: dict[str, Any] = self._get(f"/v1/collections/{name}")
         return info
 
+    def drop_collection(self, name: str) -> None:
+        """Delete a served collection and everything it holds (DELETE /v1/collections/{name})."""
+        json_body = {"Content-Type": "application/json"}  # the server's rule for every write to /v1/
+        self._answer(self.http.delete(f"/v1/collections/{name}", headers=json_body))
+
     def add(
         self, name: str, documents: Sequence[Mapping[str, Any]], on_conflict: str = "error"
     ) -> dict[str, int]:

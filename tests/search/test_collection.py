@@ -220,6 +220,29 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
         assert again.search("stock", k=2, filter={"lang": "en"})[0].id == "en-2"
 
 
+def test_an_hnsw_reader_maps_the_saved_graph_until_the_store_moves_past_it(tmp_path: Path, encoder) -> None:
+    # A reader of a settled collection opens the saved graph as a memory-mapped view (no read of
+    # the graph); the first change to apply reads it in, even after the writer replaced the file.
+    folder = tmp_path / "h"
+    with Collection.create(folder, encoder=encoder, index="hnsw") as c:
+        _fill(c)
+    reader = Collection.open(folder, encoder=encoder, readonly=True)
+    with Collection.open(folder, encoder=encoder) as fresh:
+        expected = [(h.id, h.score) for h in fresh.search("guitar solo", k=4)]
+    assert [(h.id, h.score) for h in reader.search("guitar solo", k=4)] == expected
+    assert reader.dense.index.is_view
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.add(["late"], ["A late guitar solo."])
+        writer.delete(["en-1"])
+    assert sorted(p.name for p in folder.glob("dense-*.hnsw")) == [
+        "dense-7-1.hnsw"
+    ]  # the view's file is gone
+    hits = reader.search("guitar solo", k=6)
+    assert not reader.dense.index.is_view and hits[0].id == "late" and "en-1" not in {h.id for h in hits}
+    assert reader.check() == []
+    reader.close()
+
+
 def test_hnsw_collection_ranks_everything_exactly_when_asked_for_everything(
     tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,3 +319,22 @@ def test_bad_folders_are_named(tmp_path: Path, encoder) -> None:
     with pytest.raises(ValueError, match="unknown index"):
         Collection.create(tmp_path / "x", encoder=encoder, index="ivf")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_collection_keeps_its_tokenizer_config(encoder, tmp_path: Path) -> None:
+    # New collections record the tokenizer's whole config (Kiwi without its multi-word dictionary);
+    # one saved before that records only a name and keeps tokenizing with the dictionary it had.
+    col = Collection.create(tmp_path / "c", encoder=encoder)
+    assert col.info()["lexical"]["tokenizer"]["kiwi"]["multi_words"] is False
+    col.add(["new"], ["뉴 노멀 시대"])
+    col.config["lexical"]["tokenizer"] = "auto"  # the config as an older munjang saved it
+    col.add(["old"], ["뉴 노멀 시대"])
+    _, ids, tokens = col.store.tokens()
+    assert dict(zip(ids, map(tuple, tokens), strict=True)) == {
+        "new": ("뉴", "노멀", "시대"),
+        "old": ("뉴 노멀", "시대"),
+    }
+    assert [h.id for h in col.search("뉴 노멀", mode="lexical")] == ["old"]
+    col.close()
+    with pytest.raises(ValueError, match="cannot rebuild"):
+        Collection.create(tmp_path / "d", encoder=encoder, tokenizer={"name": "mine"})

@@ -74,3 +74,23 @@ def test_a_reader_sees_each_commit_at_its_next_search_without_a_rebuild(
         assert read and all(after > 0 for after in read)  # only what came after its watermark
     reader.close()
     writer.close()
+
+
+def test_a_lexical_reader_never_imports_torch(encoder, tmp_path: Path) -> None:
+    # A reader that never encodes (BM25 alone) pays neither torch's import nor the model: the index,
+    # storage and collection layers keep torch and the retrievers' model code out of their imports.
+    import subprocess
+    import sys
+
+    Collection.create(tmp_path / "c", encoder=encoder).add(["a", "b"], ["학교에 갔습니다", "사과와 배"])
+    probe = (
+        "import sys\n"
+        "from munjang.search import Collection\n"
+        f"c = Collection.open({str(tmp_path / 'c')!r}, readonly=True)\n"
+        "hits = c.search('학교', mode='lexical')\n"
+        "print([h.id for h in hits], 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["['a']", "False"], out.stderr[-2000:]

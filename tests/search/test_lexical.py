@@ -285,6 +285,22 @@ def test_tokenizer_names_and_configs() -> None:
         get_tokenizer("auto").tokenize_many("not a list")
 
 
+def test_kiwi_multi_word_dictionary_is_off_by_default_and_kept_for_older_indexes() -> None:
+    # New tokenizers skip Kiwi's multi-word dictionary ("뉴 노멀" stays two words); a config
+    # saved before the option existed was tokenized with it, and must keep tokenizing the same way.
+    phrase = "뉴 노멀 시대"
+    light = KiwiTokenizer()
+    assert light.get_config_dict()["multi_words"] is False
+    assert {"뉴", "노멀"} <= set(light(phrase)) and "뉴 노멀" not in light(phrase)
+    legacy_config = {k: v for k, v in light.get_config_dict().items() if k != "multi_words"}
+    legacy = tokenizer_from_config(legacy_config)
+    assert isinstance(legacy, KiwiTokenizer) and legacy.multi_words
+    assert "뉴 노멀" in legacy(phrase) and legacy.tokenize_many([phrase]) == [legacy(phrase)]
+    auto_legacy = tokenizer_from_config({"name": "auto", "kiwi": legacy_config, "word": {"name": "word"}})
+    assert isinstance(auto_legacy, AutoTokenizer) and auto_legacy.kiwi.multi_words
+    assert get_tokenizer("auto").get_config_dict()["kiwi"]["multi_words"] is False
+
+
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
 def test_save_load_round_trip(tmp_path: Path, method: str) -> None:
     docs = [*KOREAN_DOCS, "The cat sat on the mat", ""]

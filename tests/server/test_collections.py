@@ -231,8 +231,8 @@ def test_serving_a_collection_loads_kiwi_before_any_write(encoder, tmp_path, mon
     # is opened, it never stalls a search during a write.
     from munjang.search.index import tokenizers
 
-    monkeypatch.setattr(tokenizers, "_kiwi_cache", None)
+    monkeypatch.setattr(tokenizers, "_kiwi_cache", {})
     Collection.create(tmp_path / "ko", encoder=encoder).close()
     app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=tmp_path))
     with TestClient(app, base_url=LOCAL):
-        assert tokenizers._kiwi_cache is not None
+        assert tokenizers._kiwi_cache

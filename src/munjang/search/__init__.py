@@ -4,10 +4,17 @@ and persistent collections that hold documents, metadata and every index in one 
 Everything below `Collection` works on arrays and token lists and knows nothing about the model.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .storage.base import CollectionError, Document, ReadOnlyError, StorageFullError
+from ..lazy_names import lazy_names
+from .storage.base import (
+    CollectionBusyError,
+    CollectionError,
+    CollectionNotFoundError,
+    Document,
+    ReadOnlyError,
+    StorageFullError,
+)
 
 if TYPE_CHECKING:
     from .collection.collection import AddResult, Collection
@@ -64,7 +71,9 @@ __all__ = [
     "BinaryIndex",
     "ChunkingConfig",
     "Collection",
+    "CollectionBusyError",
     "CollectionError",
+    "CollectionNotFoundError",
     "Document",
     "ExactIndex",
     "FusedHit",
@@ -94,21 +103,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported on first use (PEP 562); a submodule by its name."""
-    module = _LAZY.get(name)
-    if module is None:
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = importlib.import_module(f"{__name__}.{module}")
-    if module != name:
-        value = getattr(value, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

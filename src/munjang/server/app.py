@@ -23,6 +23,7 @@ from .backend_choice import backend_status
 from .batcher import DynamicBatcher
 from .collections_api import add_collection_routes, open_served
 from .compute import ComputeGate
+from .drop_api import add_drop_route
 from .embed import embed_batched
 from .errors import APIError, install_error_handlers, validation_error
 from .guard import RequestGuard, default_allowed_hosts
@@ -234,6 +235,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_sparse_routes(router, settings, read_body)
     add_multi_vector_routes(router, settings, read_body)
     add_collection_routes(router, settings, collections, read_body, gate)
+    add_drop_route(router, settings, collections)
     app.state.collections = collections
     app.include_router(router)
     app.state.docs = add_api_docs(app, settings.api_key, key_check)

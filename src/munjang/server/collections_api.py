@@ -1,4 +1,4 @@
-"""Collections over HTTP: list, create, info, add documents, delete documents, search.
+"""Collections over HTTP: list, create, info, add documents, delete documents, search, drop.
 
 Each served collection lives on its own worker thread (SQLite connections belong to the thread that
 opened them), so its operations run one at a time, off the event loop. Routes:
@@ -15,6 +15,8 @@ opened them), so its operations run one at a time, off the event loop. Routes:
                                               "image" (base64) in place of "query": search by image
     GET  /v1/collections/{name}/images/{id}  a stored image document's image (images_api.py)
     POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
+    DELETE /v1/collections/{name}            drop the collection and all it holds (drop_api.py): the
+                                              demo and configured ones too; 404 unknown, 409 refused
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from ..applications.projection import project_2d, script_groups, umap_available
 from ..inference.hardware import torch_threads
-from ..search import CollectionError, ReadOnlyError, StorageFullError
+from ..search import CollectionError, CollectionNotFoundError, ReadOnlyError, StorageFullError
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
@@ -77,7 +79,10 @@ class ServedCollection:
 
     `deferred=True` opens the collection on the writer's thread without waiting (a collection built
     on first use, such as the demo, while the server already answers): routes `await ready()` before
-    using it, and a collection that fails to open answers 503 naming why."""
+    using it, and a collection that fails to open answers 503 naming why.
+
+    `where` (location, backend URL) is where the collection lives, for DELETE (`drop_api.py`); once
+    `dropped` is set, each request still queued for it answers 404 instead of touching it."""
 
     READ_WINDOW_S = 2.0
     MAX_PAUSE_S = 0.25
@@ -87,7 +92,10 @@ class ServedCollection:
         open_collection: Callable[[], Collection],
         open_twin: Callable[[Collection], Collection] | None = None,
         deferred: bool = False,
+        where: tuple[Path | str, str | None] | None = None,
     ) -> None:
+        self.where = where
+        self.dropped = False
         self._writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection")
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="munjang-collection-read")
         self._open_twin = open_twin
@@ -132,8 +140,8 @@ class ServedCollection:
         """A write: run `fn` on the writer's thread; bad requests become 400s naming the problem."""
         self.writing += 1
         try:
-            result = await self._run(self._writes, fn, *args, **kwargs)
-            await self._run(self._writes, self._catch_up)
+            result = await self._run(self._writes, self._unless_dropped(fn), *args, **kwargs)
+            await self._run(self._writes, self._unless_dropped(self._catch_up))
             return result
         finally:
             self.writing -= 1
@@ -164,14 +172,34 @@ class ServedCollection:
             self._reads_in_flight += 1
         try:
             if not self.writing or self._open_twin is None:
-                return await self._run(self._writes, lambda: fn(self.collection), gate=gate, http=http)
-            twin = lambda: self._as_read(lambda: fn(self._twin_collection()))  # noqa: E731
+                writer = self._unless_dropped(lambda: fn(self.collection))
+                return await self._run(self._writes, writer, gate=gate, http=http)
+            twin = self._unless_dropped(lambda: self._as_read(lambda: fn(self._twin_collection())))
             return await self._run(self._reads, twin, gate=gate, http=http)
         finally:
             with self._reads_done:
                 self._reads_in_flight -= 1
                 self._last_read = time.monotonic()
                 self._reads_done.notify_all()
+
+    def _unless_dropped(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn`, answering 404 instead once the collection is dropped: checked here, before it is
+        queued (the threads are gone after the drop), and on the thread, for work queued before."""
+
+        def check() -> None:
+            if self.dropped:
+                raise APIError(404, "this collection has been dropped", None, "collection_dropped")
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            check()
+            return fn(*args, **kwargs)
+
+        check()
+        return run
+
+    def _close_twin(self) -> None:
+        if self._twin is not None:
+            self._twin.close()
 
     def _twin_collection(self) -> Collection:
         if self._twin is None:
@@ -196,6 +224,8 @@ class ServedCollection:
             raise APIError(507, str(e), None, "disk_full") from e
         except ReadOnlyError as e:
             raise APIError(409, str(e), None, "read_only") from e
+        except CollectionNotFoundError as e:  # dropped by another process since it was opened
+            raise APIError(404, str(e), None, "collection_dropped") from e
         except (CollectionError, ValueError, TypeError) as e:
             raise APIError(400, str(e)) from e
         except Exception as e:
@@ -204,11 +234,13 @@ class ServedCollection:
             raise
 
     def close(self) -> None:
-        if self._twin is not None:
-            self._reads.submit(self._twin.close).result()
+        """Close the twin and the collection on their threads, after the work queued there; a
+        dropped one saves nothing (nor waits for a writer lock held elsewhere to do so)."""
+        self._reads.submit(self._close_twin).result()
         self._reads.shutdown(wait=True)
         if self._opened.exception() is None:
-            self._writes.submit(self.collection.close).result()
+            close = (lambda: self.collection.close(save=False)) if self.dropped else self.collection.close
+            self._writes.submit(close).result()
         self._writes.shutdown(wait=True)
 
 
@@ -308,14 +340,27 @@ def open_served(settings: ServerSettings) -> dict[str, ServedCollection]:
             _opener(path, models, prepare=settings.collection_builders.get(name)),
             _twin_opener(path),
             deferred=name in settings.collection_builders,
+            where=(path, None),
         )
         for name, path in paths.items()
     }
     if settings.collections_db is not None:
         for name in Collection.names(settings.collections_db):
             db = settings.collections_db
-            served.setdefault(name, ServedCollection(_opener(name, models, db), _twin_opener(name, db)))
+            served.setdefault(name, serve_existing(name, models, db))
     return served
+
+
+def serve_existing(
+    where: Path | str, models: dict[str, Any], backend: str | None, deferred: bool = False
+) -> ServedCollection:
+    """An existing collection, served (`deferred`: opened on its thread while the server answers)."""
+    return ServedCollection(
+        _opener(where, models, backend),
+        _twin_opener(where, backend),
+        deferred=deferred,
+        where=(where, backend),
+    )
 
 
 def _opener(
@@ -368,7 +413,14 @@ def add_collection_routes(
     @router.get("/collections")
     async def list_collections() -> dict[str, Any]:
         """The served collections with their sizes and settings."""
-        return {"object": "list", "data": [await info_of(name) for name in served]}
+        found = []
+        for name in list(served):  # a collection created or dropped meanwhile changes `served`
+            try:
+                found.append(await info_of(name))
+            except APIError as e:
+                if e.status != 404:
+                    raise
+        return {"object": "list", "data": found}
 
     @router.post("/collections", status_code=201, openapi_extra=body_schema(CreateRequest))
     async def create_collection(request: Request) -> dict[str, Any]:
@@ -405,7 +457,7 @@ def add_collection_routes(
             )
 
         try:
-            served[parsed.name] = ServedCollection(create, _twin_opener(where, db))
+            served[parsed.name] = ServedCollection(create, _twin_opener(where, db), where=(where, db))
         except StorageFullError as e:
             raise APIError(507, str(e), None, "disk_full") from e
         except ReadOnlyError as e:

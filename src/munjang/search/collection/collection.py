@@ -33,11 +33,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..index.exact import ExactIndex
-from ..storage.backends import collection_names, is_storage_error, open_backend
+from ..storage.backends import collection_names, drop_collection, is_storage_error, open_backend
 from ..storage.base import (
     SCHEMA_VERSION,
     Backend,
     CollectionError,
+    CollectionNotFoundError,
     Document,
     KeepsLexicalFiles,
     LexicalSearch,
@@ -137,7 +138,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         encoder: Any = None,
         index: str = "exact",
         metric: str = "cosine",
-        tokenizer: str = "auto",
+        tokenizer: str | Mapping[str, Any] = "auto",
         bm25: Mapping[str, Any] | None = None,
         hnsw: Mapping[str, Any] | None = None,
         query_prompt_name: str | None = None,
@@ -182,10 +183,12 @@ class Collection(CollectionSearch, CollectionEncoding):
             encoder, query_prompt_name, document_prompt_name
         )
         from ..index.bm25 import BM25Index
-        from ..index.tokenizers import get_tokenizer
+        from ..index.tokenizers import get_tokenizer, tokenizer_from_config
 
-        get_tokenizer(tokenizer)
-        lexical = {**dict(bm25 or {}), "tokenizer": tokenizer}
+        # The tokenizer's whole config is kept, so a later default (Kiwi's dictionary) never changes
+        # how an existing collection's queries are cut.
+        chosen = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer_from_config(tokenizer)
+        lexical = {**dict(bm25 or {}), "tokenizer": chosen.get_config_dict()}
         BM25Index(**lexical)
         chunks = ChunkingConfig.from_mapping(chunking).to_dict()
         if "m3" in loaded and chunks["late"]:
@@ -254,25 +257,37 @@ class Collection(CollectionSearch, CollectionEncoding):
         return collection_names(where)
 
     @staticmethod
+    def drop(location: str | os.PathLike[str], *, backend: str | None = None) -> None:
+        """Delete a closed collection (a folder, or with `backend` a name in that database) and all
+        it holds; refused, nothing removed, while another process writes to it."""
+        drop_collection(location, backend)
+
+    @staticmethod
     def is_storage_error(error: BaseException) -> bool:
         """True for an error from a backend's database driver (a server refused or went away)."""
         return is_storage_error(error)
 
-    def close(self) -> None:
+    def close(self, save: bool = True) -> None:
         """Save the dense index if it keeps a file and moved on, and BM25's files (writers only);
         close the store. An HNSW graph (slow to rebuild) is always saved; an exact matrix, written
         whole, by the rule adds follow (`_maybe_save`), so closing after a small write does not
-        rewrite it."""
-        if not self.readonly and self.dense.persistent:
-            with self._write_lock():
-                self.dense.sync(self.store)
-                if self.dense.kind == "hnsw":
-                    self.backend.save_dense(self.dense)
-                else:
-                    self._maybe_save()
-                if self.lexical.ready:  # a writer that built BM25 leaves its files current
-                    self._save_lexical()
-        self.store.close()
+        rewrite it. `save=False` (before a drop) closes the store only, taking no lock: what is
+        saved stays as it was, and the next open catches it up from the store. A collection dropped
+        since it was opened has nothing to save: its store is just closed."""
+        try:
+            if save and not self.readonly and self.dense.persistent:
+                with self._write_lock():
+                    self.dense.sync(self.store)
+                    if self.dense.kind == "hnsw":
+                        self.backend.save_dense(self.dense)
+                    else:
+                        self._maybe_save()
+                    if self.lexical.ready:  # a writer that built BM25 leaves its files current
+                        self._save_lexical()
+        except CollectionNotFoundError:
+            pass
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Collection:
         return self

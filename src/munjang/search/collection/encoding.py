@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ...inference.hardware import torch_threads
 from ..storage.base import CollectionError
 from .image_files import ImageFiles
 from .passages import ChunkingConfig, Passage, PassagePlanner
@@ -78,6 +77,8 @@ class CollectionEncoding:
         sort would make them."""
         if self.pace is None:
             return self._encode(texts, prompt_name, batch_size, False)
+        from ...inference.hardware import torch_threads  # torch only once a write encodes
+
         order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
         out = np.zeros((len(texts), self.config["dim"]), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
@@ -99,9 +100,12 @@ class CollectionEncoding:
         return tokens
 
     def _tokenizer(self) -> Any:
-        from ..index.tokenizers import get_tokenizer
+        from ..index.tokenizers import tokenizer_from_config
 
-        return get_tokenizer(self.config["lexical"]["tokenizer"])
+        # Collections made before the whole config was kept hold its name, and Kiwi's multi-word
+        # dictionary (`tokenizer_from_config`'s rule for configs without `multi_words`).
+        saved = self.config["lexical"]["tokenizer"]
+        return tokenizer_from_config({"name": saved} if isinstance(saved, str) else saved)
 
     def warm_up(self) -> None:
         """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the

@@ -12,13 +12,15 @@ its index with the stored passages.
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .m3_pass import OnePass, m3_setup, m3_views
-from .multi_vector_retriever import MultiVectorRetriever, multi_vector_setup
-from .sparse_retriever import SparseRetriever, sparse_setup
+if TYPE_CHECKING:
+    from .m3_pass import OnePass
+
+# The retrievers' modules are imported when a collection has them: they bring torch and the model
+# code, which a collection of dense and BM25 alone (and a reader that never encodes) does without.
 
 # The extra retrievers in the order hybrid search (and its `weights`) takes them, after dense, lexical.
 EXTRAS = ("sparse", "multi_vector")
@@ -65,13 +67,19 @@ def extras_config(
             x is not None for x in (sparse_model, sparse_encoder, multi_vector_model, multi_vector_encoder)
         ):
             raise ValueError("m3_model brings its own sparse and multi-vector retrievers; give no other")
+        from .m3_pass import m3_setup
+
         encoders["m3"], config = m3_setup(m3_model, m3_encoder, device)
         return config, encoders
     if sparse_model is not None or sparse_encoder is not None:
+        from .sparse_retriever import sparse_setup
+
         encoders["sparse"], config["sparse"] = sparse_setup(
             sparse_model, sparse_encoder, backend_kind, device
         )
     if multi_vector_model is not None or multi_vector_encoder is not None:
+        from .multi_vector_retriever import multi_vector_setup
+
         encoders["multi_vector"], config["multi_vector"] = multi_vector_setup(
             multi_vector_model, multi_vector_encoder, backend_kind, device
         )
@@ -83,6 +91,8 @@ def m3_pass(config: dict[str, Any], encoders: dict[str, Any], device: str | None
     fills in `encoders` with its dense, sparse and multi-vector views where none was given."""
     if "m3" not in config:
         return None
+    from .m3_pass import OnePass
+
     given = encoders.get("m3")
     one_pass = given if isinstance(given, OnePass) else OnePass(str(config["m3"]["model"]), device, given)
     for name, view in m3_views(one_pass).items():
@@ -95,9 +105,21 @@ def open_extras(
     config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None
 ) -> dict[str, Retriever]:
     """The collection's extra retrievers, by mode name, in hybrid's order."""
+    if not any(config.get(name) for name in EXTRAS):
+        return {}
+    from .multi_vector_retriever import MultiVectorRetriever
+    from .sparse_retriever import SparseRetriever
+
     kinds: dict[str, Any] = {"sparse": SparseRetriever, "multi_vector": MultiVectorRetriever}
     return {
         name: kinds[name](config[name], store, encoders.get(name), device)
         for name in EXTRAS
         if config.get(name)
     }
+
+
+def m3_views(one_pass: OnePass) -> dict[str, Any]:
+    """bge-m3's dense, sparse and multi-vector views of one pass (`m3_pass.m3_views`)."""
+    from .m3_pass import m3_views as views
+
+    return views(one_pass)

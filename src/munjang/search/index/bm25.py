@@ -30,7 +30,7 @@ import math
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,7 +124,7 @@ class BM25Index:
 
     def __init__(
         self,
-        tokenizer: str | Tokenizer = "auto",
+        tokenizer: str | Tokenizer | Mapping[str, Any] = "auto",
         *,
         k1: float = 1.5,
         b: float = 0.75,
@@ -152,6 +152,8 @@ class BM25Index:
             self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
         elif isinstance(tokenizer, Tokenizer):
             self.tokenizer = tokenizer
+        elif isinstance(tokenizer, Mapping):
+            self.tokenizer = tokenizer_from_config(tokenizer)
         else:
             raise TypeError(
                 f"tokenizer must be a name or a Tokenizer (name, __call__, tokenize_many, "

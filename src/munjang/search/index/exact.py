@@ -9,13 +9,14 @@ equal a full stable sort of all N scores.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from ...similarity import as_tensor, similarity
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ def _chunk_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tens
     topk alone may pick any of several equal scores at the k-th place; here everything strictly
     above the k-th value is kept, then the lowest columns among those equal to it.
     """
+    import torch
+
     kth = torch.topk(scores, k, dim=1).values[:, -1:]
     above = scores > kth
     equal = scores == kth
@@ -67,12 +70,29 @@ def _numpy_chunk_top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarr
     return np.take_along_axis(values, order, axis=1), np.take_along_axis(columns, order, axis=1)
 
 
+def _is_tensor(x: Any) -> bool:
+    """Whether `x` is a torch tensor, without importing torch (no tensor exists until it is)."""
+    torch_module = sys.modules.get("torch")
+    return torch_module is not None and isinstance(x, torch_module.Tensor)
+
+
 def _as_numpy_rows(x: Any) -> np.ndarray | None:
     """A float32 numpy view of CPU inputs (None for accelerator tensors, which stay in torch)."""
-    if isinstance(x, torch.Tensor):
+    if _is_tensor(x):
         if x.device.type != "cpu":
             return None
         x = x.detach().numpy()
+    array = np.asarray(x, dtype=np.float32)
+    return array.reshape(1, -1) if array.ndim == 1 else array
+
+
+def _plain_rows(x: Any) -> np.ndarray | None:
+    """Float numpy input as float32 rows, checked as `as_tensor` checks it; None for anything else
+    (tensors, lists), which goes through torch. Keeps a numpy-only search from importing torch."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        return None
+    if x.ndim not in (1, 2):
+        raise ValueError(f"expected a 1-D or 2-D array of embeddings, got shape {x.shape}")
     array = np.asarray(x, dtype=np.float32)
     return array.reshape(1, -1) if array.ndim == 1 else array
 
@@ -92,6 +112,8 @@ def _merge(best: tuple[Any, Any] | None, new: tuple[Any, Any], k: int, lib: Any)
         columns = np.concatenate([best[1], new[1]], 1)
         order = np.argsort(-values, axis=1, kind="stable")[:, :k]
         return np.take_along_axis(values, order, 1), np.take_along_axis(columns, order, 1)
+    import torch
+
     values_t = torch.cat([best[0], new[0]], 1)
     columns_t = torch.cat([best[1], new[1]], 1)
     order_t = torch.sort(-values_t, dim=1, stable=True).indices[:, :k]
@@ -116,8 +138,15 @@ def top_k_exact(
     for name, size in (("corpus_chunk_size", corpus_chunk_size), ("query_chunk_size", query_chunk_size)):
         if size < 1:
             raise ValueError(f"{name} must be at least 1, not {size}")
-    queries, _ = as_tensor(query_embeddings)
-    corpus, _ = as_tensor(corpus_embeddings)
+    plain = (_plain_rows(query_embeddings), _plain_rows(corpus_embeddings))
+    if plain[0] is not None and plain[1] is not None and score_function in ("cosine", "dot"):
+        queries: Any = plain[0]
+        corpus: Any = plain[1]
+    else:
+        from ...similarity import as_tensor
+
+        queries, _ = as_tensor(query_embeddings)
+        corpus, _ = as_tensor(corpus_embeddings)
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"embedding sizes differ: queries {queries.shape[1]}, corpus {corpus.shape[1]}")
     n_queries, n_corpus = queries.shape[0], corpus.shape[0]
@@ -146,14 +175,16 @@ def top_k_exact(
                 values, columns = _numpy_chunk_top_k(chunk_scores_np.astype(np.float32, copy=False), chunk_k)
                 best = _merge(best, (values, columns + c_start), k, np)
             else:
+                from ...similarity import similarity
+
                 chunk_scores = similarity(
                     queries[q_start:q_end], corpus[c_start:c_end], score_function
                 ).float()
                 values_t, columns_t = _chunk_top_k(chunk_scores, chunk_k)
-                best = _merge(best, (values_t, columns_t + c_start), k, torch)
+                best = _merge(best, (values_t, columns_t + c_start), k, sys.modules["torch"])
         assert best is not None
         found_scores, found_rows = best
-        if isinstance(found_scores, torch.Tensor):
+        if _is_tensor(found_scores):
             found_scores, found_rows = found_scores.cpu().numpy(), found_rows.cpu().numpy()
         scores[q_start:q_end] = found_scores
         rows[q_start:q_end] = found_rows

@@ -155,23 +155,27 @@ class WordTokenizer:
 
 
 _kiwi_lock = threading.Lock()
-_kiwi_cache: tuple[int, Any] | None = None
+_kiwi_cache: dict[tuple[int, bool], Any] = {}
 
 
-def shared_kiwi() -> Any:
-    """The process's Kiwi analyser, created on first use (its model takes about a second to load).
+def shared_kiwi(multi_words: bool = False) -> Any:
+    """The process's Kiwi analyser, created on first use and shared by the Kiwi tokenizers here and
+    by `munjang.search.collection.chunking`'s sentence splitter.
 
-    Keyed by process id, so a forked worker builds its own instead of reusing the parent's threads.
-    Shared by the Kiwi tokenizers here and by `munjang.search.collection.chunking`'s sentence splitter.
+    `multi_words` loads Kiwi's multi-word dictionary too, which turns some proper-noun phrases into
+    one token ("자연어 처리"). It more than doubles the load (about 2.4 against 1 CPU-second) and
+    tokenizes no better (bench/kiwi_dictionary.py), so only collections tokenized with it before
+    (their tokenizer config lacks `multi_words`) ask for it. Keyed by process id too, so a forked
+    worker builds its own instead of reusing the parent's threads.
     """
-    global _kiwi_cache
-    pid = os.getpid()
+    key = (os.getpid(), multi_words)
     with _kiwi_lock:
-        if _kiwi_cache is None or _kiwi_cache[0] != pid:
+        kiwi = _kiwi_cache.get(key)
+        if kiwi is None:
             from kiwipiepy import Kiwi
 
-            _kiwi_cache = (pid, Kiwi())
-        return _kiwi_cache[1]
+            kiwi = _kiwi_cache[key] = Kiwi(load_multi_dict=multi_words)
+        return kiwi
 
 
 def _normalize_for_kiwi(text: str) -> str:
@@ -185,12 +189,19 @@ class KiwiTokenizer:
     "학교에 갔습니다" -> ["학교", "가"]. Latin words, hanja and numbers in the text are kept and cut
     with the word regex, lowercased ("BERT-2" -> ["bert", "2"]). The Kiwi analyser is shared by every
     KiwiTokenizer in the process and loaded on first use. Tags are matched without Kiwi's
-    regular/irregular suffix ("VV-I" counts as "VV").
+    regular/irregular suffix ("VV-I" counts as "VV"). `multi_words`: Kiwi's multi-word dictionary
+    (see `shared_kiwi`); off by default, on for indexes tokenized before it was an option.
     """
 
     name = "kiwi"
 
-    def __init__(self, pos_tags: Iterable[str] | None = None, stopwords: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        pos_tags: Iterable[str] | None = None,
+        stopwords: Iterable[str] | None = None,
+        multi_words: bool = False,
+    ) -> None:
+        self.multi_words = bool(multi_words)
         if pos_tags is None:
             self.pos_tags = DEFAULT_KIWI_TAGS
         else:
@@ -221,26 +232,27 @@ class KiwiTokenizer:
         text = _normalize_for_kiwi(_check_text(text))
         if not text.strip():
             return []
-        return self._keep(shared_kiwi().tokenize(text))
+        return self._keep(shared_kiwi(self.multi_words).tokenize(text))
 
     def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
         """Content morphemes of each text; Kiwi analyses the batch with its own worker threads."""
         checked = [_normalize_for_kiwi(text) for text in _check_texts(texts)]
         if not checked:
             return []
-        analysed = shared_kiwi().tokenize(iter(checked))
+        analysed = shared_kiwi(self.multi_words).tokenize(iter(checked))
         return [self._keep(tokens) for tokens in _progress(analysed, len(checked), show_progress_bar, "Kiwi")]
 
     def get_config_dict(self) -> dict[str, Any]:
-        """Name, kept POS tags and stopwords."""
+        """Name, kept POS tags, stopwords and the dictionary choice."""
         return {
             "name": self.name,
             "pos_tags": sorted(self.pos_tags),
             "stopwords": None if self.stopwords is None else sorted(self.stopwords),
+            "multi_words": self.multi_words,
         }
 
     def __repr__(self) -> str:
-        return f"KiwiTokenizer(pos_tags={sorted(self.pos_tags)})"
+        return f"KiwiTokenizer(pos_tags={sorted(self.pos_tags)}, multi_words={self.multi_words})"
 
 
 def contains_hangul(text: str) -> bool:
@@ -311,7 +323,12 @@ def tokenizer_from_config(config: Mapping[str, Any]) -> Tokenizer:
     if name == "word":
         return WordTokenizer(stopwords=config.get("stopwords"))
     if name == "kiwi":
-        return KiwiTokenizer(pos_tags=config.get("pos_tags"), stopwords=config.get("stopwords"))
+        # A config saved before `multi_words` existed was tokenized with the multi-word dictionary.
+        return KiwiTokenizer(
+            pos_tags=config.get("pos_tags"),
+            stopwords=config.get("stopwords"),
+            multi_words=bool(config.get("multi_words", True)),
+        )
     if name == "auto":
         kiwi = tokenizer_from_config(config.get("kiwi", {"name": "kiwi"}))
         word = tokenizer_from_config(config.get("word", {"name": "word"}))

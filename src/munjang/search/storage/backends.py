@@ -56,6 +56,12 @@ def collection_names(where: str | os.PathLike[str]) -> list[str]:
     return FolderBackend.names(Path(where))
 
 
+def drop_collection(location: str | os.PathLike[str], backend: str | None = None) -> None:
+    """Delete the collection at `location` (a folder, or with `backend` a name in that database),
+    completely; refused while a writer holds it (`Backend.drop`)."""
+    open_backend(location, backend).drop()
+
+
 def is_storage_error(error: BaseException) -> bool:
     """True for an error raised by a backend's database driver (a server refused or went away),
     which callers report as such instead of as a bug."""

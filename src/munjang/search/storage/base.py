@@ -6,8 +6,8 @@ A backend is three parts, each a Protocol below:
 - a `DenseSearch`: the vector index kept in step with the store (`sync`) and searched by
   `Collection`; an in-memory one (`live_index.DenseIndex`) replays the store's `vectors_after` and
   `deletions_after`, a database-side one (`postgres_dense.PostgresDense`) needs no replay;
-- a `Backend`: creates, opens and lists collections in one place, holds the one-writer lock, saves
-  what the dense index keeps outside the store, and tells its own errors from others.
+- a `Backend`: creates, opens, lists and drops collections in one place, holds the one-writer lock,
+  saves what the dense index keeps outside the store, and tells its own errors from others.
 
 Retrieval is a capability a backend may provide itself; munjang's in-process indexes, which replay
 the store, are the fallback. Each capability is a Protocol checked with `isinstance`:
@@ -65,6 +65,15 @@ class StorageFullError(CollectionError):
 
 class ReadOnlyError(CollectionError):
     """A collection on read-only media (or opened read-only) was asked to change."""
+
+
+class CollectionNotFoundError(CollectionError):
+    """No collection of that name (or in that folder) exists where it was looked for."""
+
+
+class CollectionBusyError(CollectionError):
+    """The collection is in use where the request needs it free (a writer holds its lock): refused,
+    nothing changed."""
 
 
 def text_hash(text: str) -> str:
@@ -316,4 +325,11 @@ class Backend(Protocol):
 
     def size_bytes(self, store: Store) -> int:
         """Bytes the collection's data takes where it lives."""
+        ...
+
+    def drop(self) -> None:
+        """Delete the collection and everything it holds, completely; afterwards its name is free
+        for `create`. `CollectionNotFoundError` if there is none; `CollectionBusyError`, with
+        nothing removed, while a writer holds its lock; anything that is not a munjang collection
+        is refused, never removed. Call it with no `Store` of the collection open in this process."""
         ...

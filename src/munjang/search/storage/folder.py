@@ -5,7 +5,7 @@
       dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
       dense-L-D.exact      or the exact matrix (index="exact"), mapped by readers
       lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
-      write.lock           one writer at a time; readers never take it
+      write.lock           one writer at a time (a drop is refused while it is held); readers never take it
 
 The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
 `live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from .base import CollectionError
 from .disk_faults import storage_fault, writable_media
+from .folder_drop import acquire_writer_lock, drop_folder
 from .live_index import DenseIndex
 from .sqlite_store import DocumentStore
 
@@ -44,10 +45,11 @@ class FolderBackend:
 
     @staticmethod
     def names(parent: Path) -> list[str]:
-        """The collection folders directly inside `parent`, by name."""
+        """The collection folders directly inside `parent`, by name (hidden ones, being created or
+        dropped, left out)."""
         if not parent.is_dir():
             raise CollectionError(f"{parent}: no such folder")
-        return sorted(p.name for p in parent.iterdir() if (p / DB_NAME).is_file())
+        return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
 
     @staticmethod
     def is_error(error: BaseException) -> bool:
@@ -97,14 +99,7 @@ class FolderBackend:
         if self._lock is None:
             self._lock = FileLock(str(self.path / LOCK_NAME))
         lock = self._lock
-        try:
-            lock.acquire(timeout=timeout)
-        except OSError as e:
-            raise storage_fault(e, self.location) or e from e
-        except Timeout:
-            raise CollectionError(
-                f"{self.location}: another process is writing (lock held longer than {timeout} s)"
-            ) from None
+        acquire_writer_lock(lock, self.path, self.location, timeout)
         try:
             yield
         finally:
@@ -122,3 +117,8 @@ class FolderBackend:
     def size_bytes(self, store: Any) -> int:
         files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]
         return sum(f.stat().st_size for f in files if f.exists())
+
+    def drop(self) -> None:
+        """Remove the collection folder (`folder_drop.py`): only a munjang collection, never while
+        a writer holds its lock."""
+        drop_folder(self.path, self.location)

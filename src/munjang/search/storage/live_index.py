@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from ..index.exact import ExactIndex
-from .base import Watermark
+from .base import CollectionError, Watermark
 from .sqlite_store import DocumentStore
 
 # Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
@@ -82,7 +82,10 @@ class StoreFollower(ABC):
 class DenseIndex:
     """The collection's vector index, exact or HNSW, saved in the folder under a name that carries
     the watermark it covers, and caught up from the store on open. A saved exact matrix is mapped
-    (`MappedExactIndex`): a reader does not read every vector back from the store."""
+    (`MappedExactIndex`): a reader does not read every vector back from the store. A saved HNSW
+    graph is opened as a read-only memory-mapped view, read into memory only when the store has
+    moved past it (the first change to apply), so a reader of a settled collection opens in time
+    that does not grow with it."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
     sql_filters = False  # filters arrive as a list of allowed labels
@@ -94,6 +97,7 @@ class DenseIndex:
         self.index: Any = None
         self.watermark = Watermark()
         self.saved = Watermark()
+        self._viewed: Path | None = None  # the graph file `index` is a view of, while it is one
 
     @property
     def persistent(self) -> bool:
@@ -115,6 +119,7 @@ class DenseIndex:
         """The newest saved file of this kind whose name carries its watermark, else an empty index."""
         self.index = self._new()
         self.watermark = self.saved = Watermark()
+        self._viewed = None
         from ..index.ann import HNSWIndex
         from ..index.mapped_exact import MappedExactIndex
 
@@ -125,13 +130,33 @@ class DenseIndex:
         ):
             try:
                 if self.kind == "hnsw":
-                    self.index = HNSWIndex.load(path)
+                    self.index = HNSWIndex.load(path, view=True)
+                    self._viewed = path
                 else:
                     self.index = MappedExactIndex.load(path, self.dim, self.metric)
             except Exception:  # a damaged derived file is rebuilt from the store
                 continue
             self.watermark = self.saved = self._mark(path)
             return
+
+    def _read_in(self) -> None:
+        """Replace the viewed graph by the same graph in memory, which can change. A writer that
+        saved a newer graph since has removed the viewed file (the view still maps it): then the
+        newest file is opened instead, and read in."""
+        from ..index.ann import HNSWIndex
+
+        for _ in range(3):
+            viewed = self._viewed
+            if viewed is None:
+                return
+            try:
+                self.index = HNSWIndex.load(viewed)
+            except (OSError, ValueError):
+                self.load(viewed.parent)
+                continue
+            self._viewed = None
+            return
+        raise CollectionError("the dense index's files keep changing while being read; try again")
 
     def _saved_files(self, folder: Path) -> list[Path]:
         return [
@@ -150,6 +175,10 @@ class DenseIndex:
         now = store.watermark()
         if now == self.watermark:
             return False
+        if self._viewed is not None:
+            self._read_in()
+            if now == self.watermark:
+                return False
         self.watermark = replay(
             store, self.index, self.watermark, lambda after: store.vectors_after(self.model, self.dim, after)
         )

@@ -2,7 +2,8 @@
 `postgresql://` URL. The store (`postgres_store.py`) holds the vectors beside the passages, and
 pgvector searches them (`postgres_dense.py`); BM25 is scored in SQL over postings kept beside them
 (`postgres_lexical.py`), so a process holds nothing per passage; one writer at a time holds an
-advisory lock."""
+advisory lock. Dropping a collection drops its schema, tables and postings together, in one
+transaction."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .base import CollectionBusyError, CollectionNotFoundError
 from .postgres_dense import PostgresDense
 from .postgres_lexical import PostgresLexical, served_in_sql
 from .postgres_store import PostgresStore, is_database_error, list_collections
+
+# How long a drop waits for sessions still reading the collection's tables before it gives up.
+DROP_LOCK_TIMEOUT = "10s"
 
 
 class PostgresBackend:
@@ -72,6 +77,35 @@ class PostgresBackend:
 
     def size_bytes(self, store: Any) -> int:
         return int(store.database_bytes())
+
+    def drop(self) -> None:
+        """Drop the collection's schema (every table: passages, vectors, the embedding cache, BM25's
+        postings) in one transaction, refused while a writer holds its advisory lock; a session
+        still reading it is waited for at most `DROP_LOCK_TIMEOUT`, then the drop is refused."""
+        import psycopg
+
+        store = PostgresStore(self.url, self.name, readonly=True)
+        try:
+            if not store.exists():
+                raise CollectionNotFoundError(f"{store.path}: no such collection")
+            store.check_schema()  # a schema that is not a munjang collection's is refused, not dropped
+            conn = store.conn
+            try:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL lock_timeout = '{DROP_LOCK_TIMEOUT}'")
+                    # the key PostgresStore.write_lock holds for the whole of a write
+                    key = f"munjang:{store.schema}"
+                    free = conn.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))", (key,)).fetchone()
+                    if not free[0]:
+                        message = f"{store.path}: another process is writing to it: not dropped"
+                        raise CollectionBusyError(message)
+                    conn.execute(f'DROP SCHEMA "{store.schema}" CASCADE')
+            except psycopg.errors.LockNotAvailable:
+                raise CollectionBusyError(
+                    f"{store.path}: another session kept it in use for {DROP_LOCK_TIMEOUT}: not dropped"
+                ) from None
+        finally:
+            store.close()
 
 
 if TYPE_CHECKING:

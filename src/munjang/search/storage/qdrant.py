@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from ...extras import require
-from .base import CollectionError, LexicalSearch
+from .base import CollectionBusyError, CollectionError, LexicalSearch
 from .disk_faults import storage_fault, writable_media
+from .folder_drop import acquire_writer_lock, drop_folder
 from .qdrant_bm25 import STATS_NAME
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
 from .sqlite_store import DocumentStore
@@ -185,13 +186,14 @@ class QdrantBackend:
 
     @staticmethod
     def names(url: str) -> list[str]:
-        """The collections whose records are in the URL's folder."""
+        """The collections whose records are in the URL's folder (hidden ones, being created or
+        dropped, left out)."""
         parent = _folder(url)
         if not parent.exists():
             return []  # made by the first collection created there
         if not parent.is_dir():
             raise CollectionError(f"{parent}: not a folder")
-        return sorted(p.name for p in parent.iterdir() if (p / DB_NAME).is_file())
+        return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
 
     @staticmethod
     def is_error(error: BaseException) -> bool:
@@ -282,14 +284,7 @@ class QdrantBackend:
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
         if self._lock is None:
             self._lock = FileLock(str(self.path / LOCK_NAME))
-        try:
-            self._lock.acquire(timeout=timeout)
-        except OSError as e:
-            raise storage_fault(e, self.location) or e from e
-        except Timeout:
-            raise CollectionError(
-                f"{self.location}: another process is writing (lock held longer than {timeout} s)"
-            ) from None
+        acquire_writer_lock(self._lock, self.path, self.location, timeout)
         try:
             yield
         finally:
@@ -305,6 +300,51 @@ class QdrantBackend:
         if qdrant.is_dir():
             total += sum(f.stat().st_size for f in qdrant.rglob("*") if f.is_file())
         return total
+
+    def drop(self) -> None:
+        """Remove the records folder and the Qdrant collection (`folder_drop.py`), never while a
+        writer holds the lock. Local mode: Qdrant's storage is inside the folder, and the drop is
+        refused while any process has it open; a server: its collection is deleted once the
+        folder is hidden (a failure there puts the folder back)."""
+        if self.local:
+            drop_folder(self.path, self.location, hold=self._local_storage_free)
+            return
+
+        def delete_points() -> None:
+            client = _server_client(self.url)
+            try:
+                client.delete_collection(self.collection_name)
+            finally:
+                client.close()
+
+        drop_folder(self.path, self.location, outside=delete_points)
+
+    @contextmanager
+    def _local_storage_free(self) -> Iterator[None]:
+        """Hold local mode's own lock on the collection's Qdrant storage: refused while a client in
+        this or another process has it open."""
+        qdrant = self.path / "qdrant"
+        with _clients_lock:
+            opened_here = str(qdrant.resolve()) in _local_clients
+        if opened_here:
+            raise CollectionBusyError(f"{self.location} is open in this process: close it before dropping it")
+        lock_file = qdrant / ".lock"
+        if not lock_file.is_file():
+            yield
+            return
+        require("qdrant_client")
+        import portalocker  # qdrant-client's own file lock
+
+        with open(lock_file, "r+") as handle:
+            try:
+                portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+            except portalocker.exceptions.LockException:
+                message = f"{self.location} is open in another process: not dropped"
+                raise CollectionBusyError(message) from None
+            try:
+                yield
+            finally:
+                portalocker.unlock(handle)
 
 
 def _server_client(url: str) -> Any:

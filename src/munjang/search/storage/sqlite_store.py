@@ -319,27 +319,38 @@ class DocumentStore:
         rows = self.conn.execute(f"SELECT label FROM documents WHERE {where} ORDER BY label", list(params))
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
+    def _rows_after(
+        self, table: str, columns: str, model: str, after: int, batch: int, what: str
+    ) -> Iterator[list[Any]]:
+        """Rows (label, `columns` of `table` for `model`) of the documents with label > `after`, in
+        label order, `batch` at a time (keyset pages); an error naming the labels that lack `what`."""
+        sql = (
+            f"SELECT d.label, {columns} FROM documents d LEFT JOIN {table} x "
+            "ON x.model = ? AND x.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?"
+        )
+        while True:
+            rows = self.conn.execute(sql, (model, after, batch)).fetchall()
+            if not rows:
+                return
+            missing = [r[0] for r in rows if r[-1] is None]
+            if missing:
+                raise CollectionError(
+                    f"{self.path}: documents without {what} for {model!r} (labels {missing[:5]})"
+                )
+            yield rows
+            after = int(rows[-1][0])
+
+    @staticmethod
+    def _labels(rows: list[Any]) -> np.ndarray:
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
     def vectors_after(
         self, model: str, dim: int, after: int, batch: int = 20_000
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(labels, vectors) of documents with label > `after`, in label order, in batches."""
-        while True:
-            rows = self.conn.execute(
-                "SELECT d.label, e.vector FROM documents d LEFT JOIN embeddings e "
-                "ON e.model = ? AND e.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?",
-                (model, after, batch),
-            ).fetchall()
-            if not rows:
-                return
-            missing = [r[0] for r in rows if r[1] is None]
-            if missing:
-                raise CollectionError(
-                    f"{self.path}: documents without an embedding for {model!r} (labels {missing[:5]})"
-                )
-            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        for rows in self._rows_after("embeddings", "x.vector", model, after, batch, "an embedding"):
             vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            yield labels, vectors
-            after = int(labels[-1])
+            yield self._labels(rows), vectors
 
     def vectors_of(self, model: str, dim: int, labels: np.ndarray) -> np.ndarray:
         """Float vectors of the given labels, in that order (for rescoring and filtered search)."""
@@ -424,22 +435,9 @@ class DocumentStore:
         self, model: str, after: int, batch: int = 5_000
     ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
         """(labels, float16 token matrices) of passages with label > `after`, in label order, in batches."""
-        while True:
-            rows = self.conn.execute(
-                "SELECT d.label, t.n_tokens, t.dim, t.vectors FROM documents d LEFT JOIN token_vectors t "
-                "ON t.model = ? AND t.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?",
-                (model, after, batch),
-            ).fetchall()
-            if not rows:
-                return
-            missing = [r[0] for r in rows if r[3] is None]
-            if missing:
-                raise CollectionError(
-                    f"{self.path}: documents without token vectors for {model!r} (labels {missing[:5]})"
-                )
-            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            yield labels, [np.frombuffer(r[3], dtype="<f2").reshape(r[1], r[2]) for r in rows]
-            after = int(labels[-1])
+        columns = "x.n_tokens, x.dim, x.vectors"
+        for rows in self._rows_after("token_vectors", columns, model, after, batch, "token vectors"):
+            yield self._labels(rows), [np.frombuffer(r[3], dtype="<f2").reshape(r[1], r[2]) for r in rows]
 
     def put_sparse(
         self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]
@@ -457,23 +455,13 @@ class DocumentStore:
         self, model: str, after: int, batch: int = 20_000
     ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]:
         """(labels, sparse vectors) of passages with label > `after`, in label order, in batches."""
-        while True:
-            rows = self.conn.execute(
-                "SELECT d.label, s.ids, s.weights FROM documents d LEFT JOIN sparse_vectors s "
-                "ON s.model = ? AND s.text_hash = d.text_hash WHERE d.label > ? ORDER BY d.label LIMIT ?",
-                (model, after, batch),
-            ).fetchall()
-            if not rows:
-                return
-            missing = [r[0] for r in rows if r[1] is None]
-            if missing:
-                raise CollectionError(
-                    f"{self.path}: documents without a sparse vector for {model!r} (labels {missing[:5]})"
-                )
-            labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            vectors = [(np.frombuffer(r[1], dtype="<u4"), np.frombuffer(r[2], dtype="<f4")) for r in rows]
-            yield labels, vectors
-            after = int(labels[-1])
+        for rows in self._rows_after(
+            "sparse_vectors", "x.weights, x.ids", model, after, batch, "a sparse vector"
+        ):
+            yield (
+                self._labels(rows),
+                [(np.frombuffer(r[2], dtype="<u4"), np.frombuffer(r[1], dtype="<f4")) for r in rows],
+            )
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         data = np.ascontiguousarray(vectors, dtype=np.float32)
