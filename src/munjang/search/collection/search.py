@@ -15,7 +15,15 @@ import numpy as np
 
 from ...images import is_image_input
 from ..index.fusion import FUSIONS, fuse
-from ..storage.base import DenseSearch, Document, FiltersLexicalInSql, LexicalSearch, Store
+from ..storage.base import (
+    DenseSearch,
+    Document,
+    FiltersLexicalInSql,
+    FiltersLexicalNatively,
+    FiltersNatively,
+    LexicalSearch,
+    Store,
+)
 from ..storage.filters import compile_filter
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
@@ -136,16 +144,21 @@ class CollectionSearch:
         grouped = unit == "document" and self.store.has_passages()
         fetch = pool * PASSAGES_PER_DOCUMENT if grouped else pool
         allowed = where = None
+        natives: dict[str, Any] = {}
         if filter is not None:
             where = compile_filter(filter, dialect=self.store.dialect)
+            natives = self._native_filters(filter, names)
             lexical_sql = isinstance(self.lexical, FiltersLexicalInSql)
             in_sql = {"dense": self.dense.sql_filters, "lexical": lexical_sql}
             in_sql |= {name: retriever.sql_filters for name, retriever in self.extras.items()}
-            if not all(in_sql.get(name, False) for name in names):
+            if not all(in_sql.get(name, False) or name in natives for name in names):
                 allowed = self.store.labels_matching(*where)
         shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
         with self.m3.shared() if shared else nullcontext():
-            runs = {name: self._retrieve(name, queries, fetch, allowed, where, batch_size) for name in names}
+            runs = {
+                name: self._retrieve(name, queries, fetch, allowed, where, batch_size, natives.get(name))
+                for name in names
+            }
             m3_queries = self.m3.encode(queries) if mode == "m3" else None
         results: list[list[SearchHit]] = []
         for i, q in enumerate(queries):
@@ -191,16 +204,36 @@ class CollectionSearch:
         allowed: np.ndarray | None,
         where: tuple[str, list[Any]] | None,
         batch_size: int,
+        native: Any = None,
     ) -> list[list[tuple[int, float]]]:
-        """One retriever's top-k (label, score) per query."""
+        """One retriever's top-k (label, score) per query; `native`: the filter compiled for its
+        engine (`FiltersNatively`), used instead of `allowed` / `where`."""
         if name == "dense":
+            if native is not None:
+                return self._dense_search(queries, k, None, native, batch_size)
             return self._dense_search(queries, k, allowed, where, batch_size)
         if name == "lexical":
+            if native is not None and isinstance(self.lexical, FiltersLexicalNatively):
+                self.lexical.sync(self.store)
+                tokenizer = self._tokenizer()
+                return self.lexical.search_native([tokenizer(q) for q in queries], k, native)
             return self._lexical_search(queries, k, allowed, where)
         results: list[list[tuple[int, float]]] = self.extras[name].search(
             self.store, queries, k, allowed, where
         )
         return results
+
+    def _native_filters(self, spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+        """The filter compiled by each retriever that runs it in its own engine, where it can keep
+        its meaning (brought up to date first: what can be compiled depends on what is stored)."""
+        natives: dict[str, Any] = {}
+        if "dense" in names and isinstance(self.dense, FiltersNatively):
+            self.dense.sync(self.store)
+            natives["dense"] = self.dense.native_filter(spec)
+        if "lexical" in names and isinstance(self.lexical, FiltersLexicalNatively):
+            self.lexical.sync(self.store)
+            natives["lexical"] = self.lexical.native_filter(spec)
+        return {name: native for name, native in natives.items() if native is not None}
 
     def _m3_ranked(
         self, queries: Any, i: int, runs: list[list[tuple[int, float]]], weights: Sequence[float], k: int

@@ -15,6 +15,8 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
   keeps a `live_lexical.LexicalIndex` over the store's `LexicalTokens`;
 - `KeepsLexicalFiles`: the backend has a folder where that in-process index is saved, so a new
   reader maps it and catches up from its watermark instead of reading every token back;
+- `FiltersNatively` / `FiltersLexicalNatively`: the dense index / BM25 compiles metadata filters
+  to its engine's own filter (Qdrant), where it can keep their meaning; else allowed labels;
 - `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
   the in-process `live_retrievers` indexes replay; a store without them refuses such a collection;
 - `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
@@ -41,7 +43,7 @@ The collection tests run once per backend (`tests/helpers/collection_backends.py
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,6 +249,25 @@ class FiltersLexicalInSql(Protocol):
 
     def search_where(
         self, queries: Sequence[Sequence[str]], k: int, where: tuple[str, list[Any]] | None
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class FiltersNatively(Protocol):
+    """A dense index or BM25 search that runs munjang's metadata filter in its own engine:
+    `native_filter` compiles the filter spec to that engine's filter, or gives None where it cannot
+    keep exactly the meaning of the SQL filter (the collection then passes allowed labels). A dense
+    index receives the compiled filter as `where`; a lexical search as `search_native`'s `native`."""
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
+
+
+@runtime_checkable
+class FiltersLexicalNatively(FiltersNatively, Protocol):
+    """A BM25 search that takes its engine's compiled filter (`FiltersNatively.native_filter`)."""
+
+    def search_native(
+        self, queries: Sequence[Sequence[str]], k: int, native: Any
     ) -> list[list[tuple[int, float]]]: ...
 
 

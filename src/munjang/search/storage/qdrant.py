@@ -21,8 +21,9 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +35,15 @@ from ...extras import require
 from .base import CollectionBusyError, CollectionError, LexicalSearch
 from .disk_faults import storage_fault, writable_media
 from .folder_drop import acquire_writer_lock, drop_folder
+from .qdrant_bm25 import STATS_NAME
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
 from .sqlite_store import DocumentStore
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
+METADATA_LOG = (
+    "CREATE TABLE IF NOT EXISTS qdrant_metadata_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL)"
+)
 LOCAL_COLLECTION = "passages"  # the one Qdrant collection in a local-mode collection's qdrant/ folder
 
 # Local mode locks its storage folder per client, so a process shares one client per folder among
@@ -105,11 +110,40 @@ def _release_local(path: Path) -> None:
 
 
 class QdrantRecords(DocumentStore):
-    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open."""
+    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open. It
+    logs metadata changed in place (`qdrant_index.LogsMetadataUpdates`) for the push."""
 
     def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
         super().__init__(path, readonly=readonly)
         self.client, self._release = client, release
+        if not readonly:
+            self.conn.execute(METADATA_LOG)
+
+    def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
+        super().update_metadata(updates)
+        self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
+
+    def metadata_seq(self) -> int:
+        """The last metadata change logged (0: none)."""
+        try:
+            row = self.conn.execute("SELECT max(seq) FROM qdrant_metadata_log").fetchone()
+        except sqlite3.OperationalError:  # a collection no writer of this version has opened
+            return 0
+        return int(row[0] or 0)
+
+    def metadata_updates_after(self, seq: int) -> dict[int, str]:
+        """{label: metadata JSON} of the passages whose metadata changed after `seq`."""
+        ids = [
+            r[0]
+            for r in self.conn.execute("SELECT DISTINCT id FROM qdrant_metadata_log WHERE seq > ?", (seq,))
+        ]
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            query = f"SELECT label, metadata FROM documents WHERE id IN ({marks})"
+            out.update((int(label), text) for label, text in self.conn.execute(query, part))
+        return out
 
     def close(self) -> None:
         try:
@@ -228,8 +262,9 @@ class QdrantBackend:
                     f"{self.location}: its Qdrant collection {self.collection_name!r} is missing"
                 )
             found = QdrantPoints(
-                client, self.collection_name, config, writer=not self.readonly, local=self.local
-            )
+                client, self.collection_name, config, writer=not self.readonly, local=self.local,
+                stats=self.path / STATS_NAME,
+            )  # fmt: skip
             self._points = found
         return found
 
@@ -259,7 +294,7 @@ class QdrantBackend:
         """Qdrant keeps its own state; the watermark is written with every push."""
 
     def size_bytes(self, store: Any) -> int:
-        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]
+        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal", STATS_NAME, STATS_NAME + "-wal")]
         total = sum(f.stat().st_size for f in files if f.exists())
         qdrant = self.path / "qdrant"
         if qdrant.is_dir():

@@ -7,26 +7,33 @@ Qdrant collection's metadata, written after the points: a crash in between repea
 upsert); a reader only reads that watermark.
 
 BM25 in Qdrant: a token is a sparse index (CRC-32 of the token), its weight the lucene BM25 term
-part tf / (tf + k1 (1 - b + b dl / avgdl)) computed here, and Qdrant multiplies by its IDF modifier,
-ln(1 + (N - df + 0.5) / (df + 0.5)), lucene's idf. avgdl is the mean length when a passage was pushed;
-once the weights in Qdrant were made at an avgdl over 1% from today's, every BM25 vector is written
-again at today's (`_reweight`). The mean counts the texts added, not those deleted since.
+part tf / (tf + k1 (1 - b + b dl / avgdl)) computed here at the mean length of the push, and Qdrant
+multiplies by its IDF modifier. Those scores only choose candidates: `QdrantLexical` scores them
+again exactly, with the live statistics of `qdrant_bm25.BM25Stats` and each text's token counts in
+its payload, so its scores and order are munjang's in-process BM25's (`qdrant_bm25.py`). The stored
+weights are written again at today's mean length only once it has drifted REWEIGHT_DRIFT from the
+mean they were made at, which bounds how far past k the candidates must reach.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ...extras import require
 from .base import Watermark
+from .qdrant_bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
+from .qdrant_filters import compile_native, filter_payload, merge_kinds
 
 MAX_EF = 1000
+REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
 
 
 def token_index(token: str) -> int:
@@ -42,12 +49,24 @@ def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tu
     return indices, [counts[i] / (counts[i] + norm) for i in indices]
 
 
+@runtime_checkable
+class LogsMetadataUpdates(Protocol):
+    """A store that logs metadata changed in place (an upsert of the same text), which no
+    watermark shows, so that the push carries them to Qdrant's payload."""
+
+    def metadata_seq(self) -> int: ...
+    def metadata_updates_after(self, seq: int) -> dict[int, str]: ...
+
+
 class QdrantPoints:
     """The Qdrant collection of one munjang collection: its watermark, the push, and the reads."""
 
-    def __init__(self, client: Any, name: str, config: dict[str, Any], writer: bool, local: bool) -> None:
+    def __init__(
+        self, client: Any, name: str, config: dict[str, Any], writer: bool, local: bool, stats: Path
+    ) -> None:
         self.models = require("qdrant_client.models")
         self.client, self.name, self.config, self.writer = client, name, config, writer
+        self.stats = BM25Stats(stats, writer)
         self.local = local  # the embedded engine: always exact, takes no search parameters
         lexical = config.get("lexical") or {}
         self.k1, self.b = float(lexical.get("k1", 1.5)), float(lexical.get("b", 0.75))
@@ -67,7 +86,7 @@ class QdrantPoints:
             sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
             shard_number=int(options["shards"]) if "shards" in options else None,
             replication_factor=int(options["replicas"]) if "replicas" in options else None,
-            metadata={"munjang": _state(Watermark(), 0, 0)},
+            metadata={"munjang": {**_state(Watermark(), 0, 0), "filters": 1, "key_kinds": {}}},
         )
 
     def _read_state(self) -> dict[str, Any]:
@@ -86,32 +105,87 @@ class QdrantPoints:
             if not self.writer:
                 self.state = self._read_state()
                 return self.watermark != before
-            if store.watermark() == before and not _drifted(self.state):
+            stale = not self.state.get("exact") and before.label > 0
+            logged = store.metadata_seq() if isinstance(store, LogsMetadataUpdates) else 0
+            moved = logged > int(self.state.get("metadata_seq", 0))
+            if store.watermark() == before and not stale and not moved and not _drifted(self.state):
                 return False
             with store.snapshot():
                 now = store.watermark()
-                push = _Push(int(self.state["length_sum"]), int(self.state["texts"]))
-                push.low, push.high = self.state.get("avgdl_low"), self.state.get("avgdl_high")
+                if stale:  # points made before the exact statistics: all of them again, once
+                    self._reweight(store, now, rebuild=before.label)
+                counted = self.stats.watermark
+                push = _Push(counted.label)
+                push.kinds = dict(self.state.get("key_kinds") or {})
                 if now.deletion > before.deletion:
-                    removed = store.deletions_after(before.deletion)
-                    if len(removed):
-                        self.client.delete(
-                            self.name, self.models.PointIdsList(points=[int(x) for x in removed]), wait=True
-                        )
+                    self._delete(store, before.deletion, counted)
                 if now.label > before.label:
                     model, dim = self.config["model"], int(self.config["dim"])
                     for labels, vectors in store.vectors_after(model, dim, before.label, batch=2_000):
                         self._upsert(store, labels, vectors, push)
+                if moved and isinstance(store, LogsMetadataUpdates):
+                    self._update_metadata(
+                        store.metadata_updates_after(int(self.state.get("metadata_seq", 0))), push
+                    )
+                self.stats.apply(push.added, [], now)
+                totals = self.stats.totals()
+                avgdl = totals["length_sum"] / max(totals["texts"], 1)
+                low, high = self.state.get("avgdl_low"), self.state.get("avgdl_high")
+                if stale or low is None or high is None:
+                    low = high = avgdl
+                for made in push.made:  # every mean length this push's weights were made at
+                    low, high = min(low, made), max(high, made)
                 state = {
-                    **_state(now, push.length_sum, push.texts),
-                    "avgdl_low": push.low,
-                    "avgdl_high": push.high,
+                    **_state(now, totals["length_sum"], totals["texts"]),
+                    "avgdl_low": low,
+                    "avgdl_high": high,
+                    "exact": 1,
+                    "metadata_seq": logged,
                 }
+                if self.state.get("filters"):
+                    state.update({"filters": 1, "key_kinds": push.kinds})
                 if _drifted(state):
-                    state = self._reweight(store, state)
+                    state = {**state, **self._reweight(store, now)}
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
             return True
+
+    def _update_metadata(self, updates: dict[int, str], push: _Push) -> None:
+        """Metadata changed in place: the passages' payload (`metadata` and filters' `mf`) again."""
+        models, operations = self.models, []
+        for label, text in updates.items():
+            metadata = json.loads(text)
+            filterable, kinds = filter_payload(metadata)
+            merge_kinds(push.kinds, kinds)
+            payload = {"metadata": metadata, "mf": filterable}
+            operations.append(
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[label]))
+            )
+        for start in range(0, len(operations), 1000):
+            self.client.batch_update_points(
+                self.name, update_operations=operations[start : start + 1000], wait=True
+            )
+
+    def _delete(self, store: Any, after: int, counted: Watermark) -> None:
+        """Take the texts deleted since `after` out of the statistics (those counted and not yet
+        taken out: read from their points first), then the points out of Qdrant."""
+        removed = store.deletions_after(after)
+        if not len(removed):
+            return
+        if counted.deletion < store.watermark().deletion:
+            uncounted = set(store.deletions_after(counted.deletion).tolist())
+            wanted = [int(x) for x in removed if int(x) in uncounted and int(x) <= counted.label]
+            gone: list[tuple[list[str], int]] = []
+            fields = ["bm25_terms", "bm25_length"]
+            for start in range(0, len(wanted), 1000):
+                for point in self.client.retrieve(
+                    self.name, ids=wanted[start : start + 1000], with_payload=fields
+                ):
+                    payload = point.payload or {}
+                    if "bm25_terms" in payload:
+                        gone.append((payload["bm25_terms"], int(payload["bm25_length"])))
+            self.stats.apply([], gone, Watermark(counted.label, store.watermark().deletion))
+        self.client.delete(self.name, self.models.PointIdsList(points=[int(x) for x in removed]), wait=True)
 
     def _upsert(self, store: Any, labels: np.ndarray, vectors: np.ndarray, push: _Push) -> None:
         """One batch of passages as points. Consecutive passages of a document with equal tokens
@@ -133,51 +207,66 @@ class QdrantPoints:
         if continued:  # the last group of the previous batch went on: its first point learns of it
             self.client.set_payload(self.name, {"bm25_members": groups[0]}, points=[groups[0][0]], wait=True)
         fresh = groups[1:] if continued else groups
-        for group in fresh:
-            push.length_sum += len(tokens.get(group[0], []))
-        push.texts += len(fresh)
-        avgdl = push.length_sum / max(push.texts, 1)
+        push.added += [tokens.get(g[0], []) for g in fresh if g[0] > push.counted]
+        avgdl = push.avgdl(self.stats)
         if fresh:
-            push.low = avgdl if push.low is None else min(push.low, avgdl)
-            push.high = avgdl if push.high is None else max(push.high, avgdl)
+            push.made.append(avgdl)
         first = {g[0]: g for g in fresh}
         points = []
         for label, vector in zip(labels.tolist(), np.asarray(vectors, dtype=np.float32), strict=True):
             doc = docs[label]
             named: dict[str, Any] = {"dense": vector.tolist()}
+            filterable, kinds = filter_payload(doc.metadata)
+            merge_kinds(push.kinds, kinds)
             payload = {
                 "id": doc.id, "chunk": doc.chunk, "start": doc.start, "end": doc.end,
-                "text": doc.text, "metadata": doc.metadata,
+                "text": doc.text, "metadata": doc.metadata, "mf": filterable,
             }  # fmt: skip
             if label in first:
                 indices, weights = bm25_weights(tokens.get(label, []), self.k1, self.b, avgdl)
                 named["bm25"] = models.SparseVector(indices=indices, values=weights)
                 payload["bm25_members"] = first[label]
+                payload.update(text_payload(tokens.get(label, [])))
             points.append(models.PointStruct(id=label, vector=named, payload=payload))
         self.client.upsert(self.name, points=points, wait=True)
         push.open = (keys[-1], groups[-1])
 
-    def _reweight(self, store: Any, state: dict[str, Any]) -> dict[str, Any]:
-        """Every BM25 vector again at today's avgdl, once the avgdl the weights were computed with
-        has drifted from it by over 1% (rare: the mean length settles as a collection grows)."""
+    def _reweight(self, store: Any, now: Watermark, rebuild: int = 0) -> dict[str, Any]:
+        """Every BM25 vector again at today's mean length (once the mean its weights were made at
+        has drifted REWEIGHT_DRIFT from it). `rebuild` (the label Qdrant holds points up to): also
+        the statistics and each of those points' payload, from the store (points pushed before
+        the statistics were kept)."""
         models = self.models
         labels, ids, tokens = store.tokens()
-        avgdl = state["length_sum"] / max(state["texts"], 1)
-        batch: list[Any] = []
+        texts: list[tuple[int, list[str]]] = []
         previous: tuple[str, list[str]] | None = None
         for label, doc_id, toks in zip(labels.tolist(), ids, tokens, strict=True):
             if previous is not None and previous == (doc_id, toks):
                 continue  # a later passage of the same window: the first one carries the vector
             previous = (doc_id, toks)
-            indices, weights = bm25_weights(toks, self.k1, self.b, avgdl)
-            vector = {"bm25": models.SparseVector(indices=indices, values=weights)}
-            batch.append(models.PointVectors(id=int(label), vector=vector))
-            if len(batch) >= 1000:
-                self.client.update_vectors(self.name, points=batch, wait=True)
-                batch = []
-        if batch:
+            texts.append((int(label), toks))
+        if rebuild:
+            self.stats.apply([t for _, t in texts], [], now, reset=True)
+            texts = [(label, t) for label, t in texts if label <= rebuild]
+        totals = self.stats.totals()
+        avgdl = totals["length_sum"] / max(totals["texts"], 1)
+        for start in range(0, len(texts), 1000):
+            part = texts[start : start + 1000]
+            batch = []
+            for label, toks in part:
+                indices, weights = bm25_weights(toks, self.k1, self.b, avgdl)
+                vector = {"bm25": models.SparseVector(indices=indices, values=weights)}
+                batch.append(models.PointVectors(id=label, vector=vector))
             self.client.update_vectors(self.name, points=batch, wait=True)
-        return {**state, "avgdl_low": avgdl, "avgdl_high": avgdl}
+            if rebuild:
+                operations = [
+                    models.SetPayloadOperation(
+                        set_payload=models.SetPayload(payload=text_payload(t), points=[label])
+                    )
+                    for label, t in part
+                ]
+                self.client.batch_update_points(self.name, update_operations=operations, wait=True)
+        return {"avgdl_low": avgdl, "avgdl_high": avgdl}
 
     def count(self) -> int:
         return int(self.client.count(self.name, exact=True).count)
@@ -195,11 +284,25 @@ class QdrantPoints:
                 break
         return np.array(sorted(out), dtype=np.int64)
 
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        """`spec` as a Qdrant filter on the points' `mf` payload, where its meaning is kept exactly
+        (`qdrant_filters.py`); None for a collection whose points predate that payload."""
+        if not self.state.get("filters"):
+            return None
+        return compile_native(spec, self.state.get("key_kinds") or {}, self.models)
+
     def query(
-        self, query: Any, using: str, k: int, allowed: np.ndarray | None, params: Any = None
+        self,
+        query: Any,
+        using: str,
+        k: int,
+        allowed: np.ndarray | None,
+        params: Any = None,
+        native: Any = None,
     ) -> list[tuple[int, float]]:
-        """Top-k (label, score) of one query on a named vector, among `allowed` labels when given."""
-        flt = None
+        """Top-k (label, score) of one query on a named vector, among `allowed` labels when given,
+        or the points matching the `native` filter."""
+        flt = native
         if allowed is not None:
             flt = self.models.Filter(must=[self.models.HasIdCondition(has_id=[int(x) for x in allowed])])
         found = self.client.query_points(
@@ -211,24 +314,32 @@ class QdrantPoints:
 
 
 class _Push:
-    """What one push has counted: BM25 texts and their total length, and the group still open."""
+    """What one push adds to the statistics: the texts first seen after `counted` (the label the
+    statistics had reached), and the group of passages still open at the end of a batch."""
 
-    def __init__(self, length_sum: int, texts: int) -> None:
-        self.length_sum, self.texts = length_sum, texts
+    def __init__(self, counted: int) -> None:
+        self.counted = counted
+        self.added: list[list[str]] = []
+        self.made: list[float] = []  # the mean lengths its weights were made at
+        self.kinds: dict[str, str] = {}  # the kinds of value each metadata key has held
         self.open: tuple[tuple[str, tuple[str, ...]], list[int]] | None = None
-        self.low: float | None = None  # the least and greatest avgdl the stored weights were made with
-        self.high: float | None = None
+
+    def avgdl(self, stats: BM25Stats) -> float:
+        """The mean length the new weights are made at: the statistics' with this push's texts."""
+        totals = stats.totals()
+        texts = totals["texts"] + len(self.added)
+        return (totals["length_sum"] + sum(len(t) for t in self.added)) / max(texts, 1)
 
 
 def _drifted(state: dict[str, Any]) -> bool:
-    """Whether some stored BM25 weights were computed at an avgdl over 1% from today's."""
+    """Whether some stored BM25 weights were computed at a mean length REWEIGHT_DRIFT from today's."""
     if not state.get("texts"):
         return False
     avgdl = state["length_sum"] / state["texts"]
     low, high = state.get("avgdl_low"), state.get("avgdl_high")
     if low is None or high is None:
         return True  # written before the range was kept
-    return max(abs(low - avgdl), abs(high - avgdl)) > 0.01 * avgdl
+    return max(abs(low - avgdl), abs(high - avgdl)) > REWEIGHT_DRIFT * avgdl
 
 
 def _state(watermark: Watermark, length_sum: int, texts: int) -> dict[str, Any]:
@@ -242,7 +353,8 @@ def _state(watermark: Watermark, length_sum: int, texts: int) -> dict[str, Any]:
 
 class QdrantDense:
     """Dense search by Qdrant's query on the `dense` named vector (HNSW, or exact for index
-    "exact"); filters arrive as allowed labels, applied inside Qdrant's search."""
+    "exact"); a filter arrives compiled for Qdrant (`native_filter`, as `where`), or else as
+    allowed labels, applied inside Qdrant's search either way."""
 
     persistent = False
     sql_filters = False
@@ -272,6 +384,9 @@ class QdrantDense:
     def memory_bytes(self) -> int:
         return 0  # Qdrant's memory, not this process's
 
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        return self.points.native_filter(spec)
+
     def search(
         self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -282,15 +397,15 @@ class QdrantDense:
         scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
         for i, vector in enumerate(np.asarray(vectors, dtype=np.float32)):
             for j, (label, score) in enumerate(
-                self.points.query(vector.tolist(), "dense", k, allowed, params)
+                self.points.query(vector.tolist(), "dense", k, allowed, params, where)
             ):
                 labels[i, j], scores[i, j] = label, score
         return labels, scores
 
 
 class QdrantLexical:
-    """BM25 by Qdrant's sparse query on the `bm25` vector (IDF modifier); kept current by the same
-    push as the dense vectors."""
+    """BM25 candidates by Qdrant's sparse query on the `bm25` vector (IDF modifier), scored
+    exactly here (`qdrant_bm25.py`); kept current by the same push as the dense vectors."""
 
     incremental = True
 
@@ -312,30 +427,72 @@ class QdrantLexical:
     def search(
         self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None
     ) -> list[list[tuple[int, float]]]:
-        """Top-k passages per tokenized query: a hit on a window's first passage is a hit, with
+        """Top-k passages per tokenized query, scored exactly as munjang's in-process BM25 (ties by
+        lower label): the texts Qdrant proposes, rescored with the live statistics, fetched until
+        no text left out can reach the k-th score. A hit on a window's first passage is a hit, with
         its score, on each passage of the window (among `allowed`)."""
-        models = self.points.models
-        flt = None
+        flt, permitted = None, None
         if allowed is not None:
+            models = self.points.models
             condition = models.FieldCondition(key="bm25_members", match=models.MatchAny(any=allowed.tolist()))
-            flt = models.Filter(must=[condition])
-        permitted = None if allowed is None else set(allowed.tolist())
+            flt, permitted = models.Filter(must=[condition]), set(allowed.tolist())
+        return self._search(queries, k, flt, permitted)
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
+        return self.points.native_filter(spec)
+
+    def search_native(
+        self, queries: Sequence[Sequence[str]], k: int, native: Any
+    ) -> list[list[tuple[int, float]]]:
+        """`search` among the texts whose first point matches the compiled filter (the passages of
+        one window are of one document: they share its metadata)."""
+        return self._search(queries, k, native, None)
+
+    def _search(
+        self, queries: Sequence[Sequence[str]], k: int, flt: Any, permitted: set[int] | None
+    ) -> list[list[tuple[int, float]]]:
+        points = self.points
+        exact_ready = bool(points.state.get("exact")) and points.stats.exists
+        models = points.models
+        n, length_sum, bound = 1, 0, 1.0  # not written by this version yet: Qdrant's scores
+        df: dict[str, int] = {}
+        if exact_ready:
+            n, length_sum, df = points.stats.read(t for query in queries for t in query)
+            bound = growth_bound(length_sum / max(n, 1), points.state.get("avgdl_low"))
         out: list[list[tuple[int, float]]] = []
         for tokens in queries:
             counts = Counter(token_index(t) for t in tokens)
-            if not counts:
+            if not counts or n == 0:
                 out.append([])
                 continue
             indices = sorted(counts)
             query = models.SparseVector(indices=indices, values=[float(counts[i]) for i in indices])
-            found = self.points.client.query_points(
-                self.points.name, query=query, using="bm25", limit=k, query_filter=flt,
-                with_payload=["bm25_members"],
-            ).points  # fmt: skip
+            limit = max(2 * k, k + 16)
+            while True:
+                found = [
+                    p
+                    for p in points.client.query_points(
+                        points.name, query=query, using="bm25", limit=limit, query_filter=flt,
+                        with_payload=["bm25_members", *PAYLOAD_FIELDS],
+                    ).points
+                    if p.score > 0
+                ]  # fmt: skip
+                exact = np.asarray([p.score for p in found], dtype=np.float32)
+                if exact_ready:
+                    payloads = [p.payload or {} for p in found]
+                    exact = rescore(tokens, payloads, n, length_sum, df, points.k1, points.b)
+                fetched_all = len(found) < limit
+                if complete([p.score for p in found], exact[exact > 0], k, fetched_all, bound):
+                    break
+                limit *= 4
+            ranked = sorted(
+                (-float(score), int(p.id), p)
+                for p, score in zip(found, exact.tolist(), strict=True)
+                if score > 0
+            )[:k]
             hits = [
-                (int(member), float(p.score))
-                for p in found
-                if p.score > 0
+                (int(member), -negative)
+                for negative, _, p in ranked
                 for member in (p.payload or {}).get("bm25_members", [p.id])
                 if permitted is None or member in permitted
             ]
