@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -123,6 +124,31 @@ def peak_rss_kib() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+def postmaster_pid(data_dir: Path) -> int:
+    """The PostgreSQL server's main process for `data_dir` (its postmaster.pid's first line)."""
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def cpu_seconds(server_pid: int | None) -> tuple[float, float]:
+    """CPU seconds so far of this process (all threads) and of the database server (the postmaster,
+    its live backends and those it has reaped); 0 for the server when there is none."""
+    import psutil
+
+    mine = time.process_time()
+    if server_pid is None:
+        return mine, 0.0
+    main = psutil.Process(server_pid)
+    times = main.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in main.children(recursive=True):
+        try:
+            child_times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += child_times.user + child_times.system
+    return mine, total
+
+
 def index_files_mib(where: str) -> float:
     """The derived index files of a folder collection (BM25 segments, the dense matrix or graph)."""
     folder = Path(where)
@@ -164,12 +190,15 @@ def main(argv: list[str] | None = None) -> None:
         where = "scale"
     else:
         url, where = None, str(work / "collection")
+    server_pid = None if server is None else postmaster_pid(work / "pg")
     collection = Collection.create(where, str(model), backend=url, index=args.index)
     rows = []
     for b in range(args.batches):
         texts = passages(args.batch, b * args.batch, pool)
         ids = [f"d{b * args.batch + i}" for i in range(args.batch)]
+        cpu = cpu_seconds(server_pid)
         add_s = timed(collection.add, ids, texts, show_progress_bar=False)
+        add_cpu = [after - before for before, after in zip(cpu, cpu_seconds(server_pid), strict=True)]
         lexical_s = timed(collection.search, QUERIES[1 + b % 3], 10, mode="lexical")
         hybrid_s = timed(collection.search, QUERIES[b % 4], 10, mode="hybrid")
         command = [sys.executable, __file__, "--reader", where, *(["--url", url] if url else [])]
@@ -177,6 +206,10 @@ def main(argv: list[str] | None = None) -> None:
         row = {
             "passages": (b + 1) * args.batch,
             "add_passages_per_s": round(args.batch / add_s, 1),
+            # CPU seconds the add cost this process and the database server: on a busy machine the
+            # wall-clock rate above stretches with the load, passages per CPU-second much less.
+            "add_cpu_s": {"writer": round(add_cpu[0], 2), "database": round(add_cpu[1], 2)},
+            "add_passages_per_cpu_s": round(args.batch / max(sum(add_cpu), 1e-9), 1),
             "first_lexical_after_commit_s": lexical_s,
             "first_hybrid_after_commit_s": hybrid_s,
             "writer_rss_mib": round(rss_bytes() / 2**20, 1),
@@ -197,6 +230,10 @@ def main(argv: list[str] | None = None) -> None:
         "last_batch_throughput_vs_first": round(
             rows[-1]["add_passages_per_s"] / rows[0]["add_passages_per_s"], 2
         ),
+        "last_batch_cpu_throughput_vs_first": round(
+            rows[-1]["add_passages_per_cpu_s"] / rows[0]["add_passages_per_cpu_s"], 2
+        ),
+        "load_average_at_end": list(os.getloadavg()),
     }
     print(f"wrote {write_result(args.name, payload, environment)}")
 
