@@ -65,13 +65,18 @@ def served_in_sql(config: dict[str, Any]) -> bool:
     return config.get("method", "lucene") in SQL_METHODS and "delta" not in config
 
 
-def has_postings(store: PostgresStore) -> bool:
-    """Whether the collection has its postings tables (one made by this munjang, or upgraded)."""
+def has_tables(store: Any, tables: Sequence[str]) -> bool:
+    """Whether the collection's schema holds every one of `tables`."""
     row = store.conn.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = ANY(%s)",
-        (store.schema, list(POSTINGS_TABLES)),
+        (store.schema, list(tables)),
     ).fetchone()
-    return bool(row and row[0] == len(POSTINGS_TABLES))
+    return bool(row and row[0] == len(tables))
+
+
+def has_postings(store: PostgresStore) -> bool:
+    """Whether the collection has its postings tables (one made by this munjang, or upgraded)."""
+    return has_tables(store, POSTINGS_TABLES)
 
 
 def create_postings(store: PostgresStore) -> None:

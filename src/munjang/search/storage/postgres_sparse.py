@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .base import CollectionError
+from .postgres_lexical import has_tables
 
 SPARSE_TABLES = ("sparse_vectors", "sparse_postings")
 
@@ -40,11 +41,7 @@ class PostgresStore(Protocol):
 
 def has_sparse(store: PostgresStore) -> bool:
     """Whether the collection has the sparse tables (it was created with a sparse model)."""
-    row = store.conn.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = ANY(%s)",
-        (store.schema, list(SPARSE_TABLES)),
-    ).fetchone()
-    return bool(row and row[0] == len(SPARSE_TABLES))
+    return has_tables(store, SPARSE_TABLES)
 
 
 def create_sparse(store: PostgresStore) -> None:
