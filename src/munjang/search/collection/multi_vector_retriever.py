@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..storage.base import CollectionError, TokenVectors
+from ..storage.base import CollectionError, KeepsExtraVectors, TokenVectors
 from ..storage.live_index import label_problems
 from ..storage.live_retrievers import LiveTokenIndex
 from .inputs import model_key
@@ -37,17 +37,20 @@ def similarity_of(encoder: Any) -> str:
 
 
 def multi_vector_setup(
-    model: str | os.PathLike[str] | None, encoder: Any, backend_kind: str, device: str | None
+    model: str | os.PathLike[str] | None, encoder: Any, backend: Any, device: str | None
 ) -> tuple[Any, dict[str, Any]]:
     """The multi-vector model (loaded unless given) and what a new collection records about it:
-    {"model", "dim", "similarity"}. Only folder collections keep token vectors; the model must be
-    named, so reopening finds it."""
+    {"model", "dim", "similarity"}, where the backend keeps token vectors (`KeepsExtraVectors`);
+    the model must be named, so reopening finds it."""
     if model is None:
         raise ValueError(
             "multi_vector_encoder needs multi_vector_model: the folder or hub id the collection reloads it by"
         )
-    if backend_kind != "embedded":
-        raise ValueError("a multi-vector retriever needs a folder collection; PostgreSQL ones have none yet")
+    if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("multi_vector")):
+        raise ValueError(
+            f"a multi-vector retriever needs a backend that keeps token vectors (a folder collection); "
+            f"{backend.kind} has none yet"
+        )
     if encoder is None:
         from ...multi_vector import load_multi_vector_encoder
 
@@ -60,7 +63,7 @@ class MultiVectorRetriever:
     """The multi-vector model (loaded on first need), its cache key in the store, and the live index."""
 
     name = "multi_vector"
-    sql_filters = False  # filtered by `allowed` labels; `where` is not read
+    sql_filters = False  # filtered by `allowed` labels; `where` and `native` are not read
 
     def __init__(
         self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
@@ -104,6 +107,10 @@ class MultiVectorRetriever:
         if hashes:
             store.put_token_vectors(self.key, hashes, matrices)
 
+    def native_filter(self, spec: Any) -> Any | None:
+        """None: the in-process index takes allowed labels."""
+        return None
+
     def encode_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
         return [np.asarray(q, dtype=np.float32) for q in self.encoder.encode_query(list(queries))]
 
@@ -114,6 +121,7 @@ class MultiVectorRetriever:
         k: int,
         allowed: np.ndarray | None,
         where: Any = None,
+        native: Any = None,
     ) -> list[list[tuple[int, float]]]:
         """Top-k (label, MaxSim score) per query, among `allowed` labels when given."""
         self.live.sync(store)

@@ -219,7 +219,7 @@ class CollectionSearch:
                 return self.lexical.search_native([tokenizer(q) for q in queries], k, native)
             return self._lexical_search(queries, k, allowed, where)
         results: list[list[tuple[int, float]]] = self.extras[name].search(
-            self.store, queries, k, allowed, where
+            self.store, queries, k, allowed, where, native
         )
         return results
 
@@ -233,6 +233,9 @@ class CollectionSearch:
         if "lexical" in names and isinstance(self.lexical, FiltersLexicalNatively):
             self.lexical.sync(self.store)
             natives["lexical"] = self.lexical.native_filter(spec)
+        for name, retriever in self.extras.items():
+            if name in names:
+                natives[name] = retriever.native_filter(spec)
         return {name: native for name, native in natives.items() if native is not None}
 
     def _m3_ranked(

@@ -20,14 +20,17 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
 - `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
   the in-process `live_retrievers` indexes replay; a store without them refuses such a collection;
 - `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
-  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`.
+  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`;
+  `FiltersSparseNatively`: that search takes its engine's compiled filter (Qdrant);
+- `KeepsExtraVectors`: which extra retrievers ("sparse", "multi_vector", "m3") a backend's
+  collections can hold; a backend without it holds none.
 
 `Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
 `Backend` and talks to these parts only. Three backends exist: a folder with SQLite (`folder.py` +
 `sqlite_store.py`, the default; BM25 and the exact matrix saved beside it for readers to map),
 PostgreSQL with pgvector (`postgres.py`, a `postgresql://` URL: dense, BM25 and filters in SQL),
-and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense and
-BM25 searched in Qdrant).
+and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense,
+BM25 and SPLADE searched in Qdrant).
 
 Adding a backend (say `lancedb://`):
 1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
@@ -211,6 +214,26 @@ class ProvidesSparse(Protocol):
     `index/sparse_index.py`). `config` is the collection's "sparse" entry ({"model", "dim"})."""
 
     def sparse_index(self, store: Store, config: dict[str, Any]) -> SparseSearch: ...
+
+
+@runtime_checkable
+class FiltersSparseNatively(Protocol):
+    """A backend's SPLADE search that runs munjang's metadata filter in its own engine
+    (`FiltersNatively.native_filter`) and takes it compiled as `search_native`'s `native`."""
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
+
+    def search_native(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, native: Any
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class KeepsExtraVectors(Protocol):
+    """A backend whose collections can hold the vectors of extra retrievers: `keeps_vectors(name)`
+    for "sparse" (SPLADE), "multi_vector" (ColBERT) and "m3" (bge-m3's three heads)."""
+
+    def keeps_vectors(self, retriever: str) -> bool: ...
 
 
 @runtime_checkable
