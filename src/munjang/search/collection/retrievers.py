@@ -130,7 +130,7 @@ def open_extras(
         from .multi_vector_retriever import MultiVectorRetriever
 
         out["multi_vector"] = MultiVectorRetriever(
-            config["multi_vector"], store, encoders.get("multi_vector"), device
+            config["multi_vector"], store, encoders.get("multi_vector"), device, backend
         )
     return out
 

@@ -22,6 +22,7 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
 - `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
   query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`;
   `FiltersSparseNatively`: that search takes its engine's compiled filter (Qdrant);
+- `ProvidesMultiVector` / `FiltersTokensNatively`: the same for ColBERT's token matrices (`token_index`);
 - `KeepsExtraVectors`: which extra retrievers ("sparse", "multi_vector", "m3") a backend's
   collections can hold; a backend without it holds none.
 
@@ -30,7 +31,7 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
 `sqlite_store.py`, the default; BM25 and the exact matrix saved beside it for readers to map),
 PostgreSQL with pgvector (`postgres.py`, a `postgresql://` URL: dense, BM25 and filters in SQL),
 and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense,
-BM25 and SPLADE searched in Qdrant).
+BM25, SPLADE and ColBERT searched in Qdrant).
 
 Adding a backend (say `lancedb://`):
 1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
@@ -226,6 +227,36 @@ class FiltersSparseNatively(Protocol):
     def search_native(
         self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, native: Any
     ) -> list[list[tuple[int, float]]]: ...
+
+
+class TokenSearch(Protocol):
+    """A collection's multi-vector retrieval answered by its backend: top-k MaxSim (`mean`:
+    MeanMaxSim) per query matrix, among `allowed` labels when given."""
+
+    def search(
+        self, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None = None, mean: bool = False
+    ) -> list[list[tuple[int, float]]]: ...
+
+    def problems(self, labels: np.ndarray) -> list[str]: ...
+
+
+@runtime_checkable
+class FiltersTokensNatively(Protocol):
+    """A backend's multi-vector search that takes its engine's compiled filter."""
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
+
+    def search_native(
+        self, queries: Sequence[np.ndarray], k: int, native: Any, mean: bool = False
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class ProvidesMultiVector(Protocol):
+    """A backend that answers multi-vector (ColBERT) retrieval itself, with the in-process index's
+    exact MaxSim. `config` is the collection's "multi_vector" entry ({"model", "dim", "similarity"})."""
+
+    def token_index(self, store: Store, config: dict[str, Any]) -> TokenSearch: ...
 
 
 @runtime_checkable
