@@ -129,6 +129,6 @@ def test_a_push_cut_before_its_watermark_is_replayed(tmp_path: Path, encoder, sp
         _all_same(folder, again)
 
 
-def test_a_qdrant_collection_refuses_bge_m3(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="bge-m3 collection needs a folder collection; qdrant"):
-        Collection.create("c", backend=qdrant_url(tmp_path), m3_model=tmp_path / "m3")
+def test_a_backend_that_keeps_no_token_vectors_refuses_bge_m3(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="bge-m3 collection needs a folder or Qdrant collection; postgres"):
+        Collection.create("c", backend="postgresql://localhost/none", m3_model=tmp_path / "m3")

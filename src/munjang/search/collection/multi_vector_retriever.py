@@ -20,6 +20,7 @@ import numpy as np
 from ..storage.base import (
     CollectionError,
     FiltersTokensNatively,
+    HandsBackVectors,
     KeepsExtraVectors,
     ProvidesMultiVector,
     TokenSearch,
@@ -155,6 +156,15 @@ class MultiVectorRetriever:
         if (allowed is not None and len(allowed) == 0) or not len(self.live.index):
             return [[] for _ in queries]
         return self.live.search(store, self.encode_queries(queries), k, allowed, self.mean)
+
+    def stored(self, store: Any, labels: np.ndarray) -> list[np.ndarray | None]:
+        """The stored token matrix of each label (None where not held): the backend's, or the live
+        index's."""
+        if isinstance(self.own, HandsBackVectors):
+            found: list[np.ndarray | None] = self.own.stored([int(x) for x in labels])
+            return found
+        self.live.sync(store)
+        return [self.live.index.matrix(int(x)) for x in labels]
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""

@@ -57,6 +57,10 @@ class Retriever(Protocol):
         native: Any = None,
     ) -> list[list[tuple[int, float]]]: ...
 
+    def stored(self, store: Any, labels: np.ndarray) -> list[Any]:
+        """What it holds for each label (bge-m3's scoring reads the candidates' vectors)."""
+        ...
+
     def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
 
 
@@ -79,7 +83,9 @@ def extras_config(
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
         if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("m3")):
-            raise ValueError(f"a bge-m3 collection needs a folder collection; {backend.kind} has none yet")
+            raise ValueError(
+                f"a bge-m3 collection needs a folder or Qdrant collection; {backend.kind} has none"
+            )
         if any(
             x is not None for x in (sparse_model, sparse_encoder, multi_vector_model, multi_vector_encoder)
         ):

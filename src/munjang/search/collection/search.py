@@ -251,8 +251,8 @@ class CollectionSearch:
         parts = m3_scores(
             query,
             self.store.vectors_of(self.config["model"], self.config["dim"], labels),
-            [self.extras["sparse"].live.index.vector(int(x)) for x in labels],
-            [self.extras["multi_vector"].live.index.matrix(int(x)) for x in labels],
+            self.extras["sparse"].stored(self.store, labels),
+            self.extras["multi_vector"].stored(self.store, labels),
             weights,
         )
         order = np.lexsort((labels, -parts["m3"]))[:k]

@@ -24,6 +24,7 @@ from ..index.sparse_index import rows_to_csr
 from ..storage.base import (
     CollectionError,
     FiltersSparseNatively,
+    HandsBackVectors,
     KeepsExtraVectors,
     ProvidesSparse,
     SparseSearch,
@@ -158,6 +159,14 @@ class SparseRetriever:
             return [[] for _ in queries]
         matrix: sp.csr_matrix = rows_to_csr(sparse_rows(self.encoder.encode_query(list(queries))), self.dim)
         return self.live.index.search(matrix, k, allowed)
+
+    def stored(self, store: Any, labels: np.ndarray) -> list[dict[int, float]]:
+        """The stored vector of each label as {token id: weight}: the backend's, or the live index's."""
+        if isinstance(self.own, HandsBackVectors):
+            found: list[dict[int, float]] = self.own.stored([int(x) for x in labels])
+            return found
+        self.live.sync(store)
+        return [self.live.index.vector(int(x)) for x in labels]
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""

@@ -23,6 +23,7 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
   query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`;
   `FiltersSparseNatively`: that search takes its engine's compiled filter (Qdrant);
 - `ProvidesMultiVector` / `FiltersTokensNatively`: the same for ColBERT's token matrices (`token_index`);
+  `HandsBackVectors`: such a search reads back the vectors it holds (bge-m3's scoring);
 - `KeepsExtraVectors`: which extra retrievers ("sparse", "multi_vector", "m3") a backend's
   collections can hold; a backend without it holds none.
 
@@ -257,6 +258,14 @@ class ProvidesMultiVector(Protocol):
     exact MaxSim. `config` is the collection's "multi_vector" entry ({"model", "dim", "similarity"})."""
 
     def token_index(self, store: Store, config: dict[str, Any]) -> TokenSearch: ...
+
+
+@runtime_checkable
+class HandsBackVectors(Protocol):
+    """A backend's sparse or multi-vector search that hands back what it stores for given labels
+    (SPLADE: {token id: weight}; ColBERT: a token matrix, None where not held), for bge-m3's score."""
+
+    def stored(self, labels: Sequence[int]) -> list[Any]: ...
 
 
 @runtime_checkable

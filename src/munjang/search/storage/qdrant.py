@@ -285,9 +285,9 @@ class QdrantBackend:
         return QdrantLexical(self.points(store, {**store.get_meta(), "lexical": config}), config)
 
     def keeps_vectors(self, retriever: str) -> bool:
-        """SPLADE as a named sparse vector of each point, ColBERT as a named multivector; bge-m3's
-        one pass is a folder collection's alone."""
-        return retriever in ("sparse", "multi_vector")
+        """SPLADE as a named sparse vector of each point, ColBERT as a named multivector, and so
+        bge-m3's three heads (dense, `splade`, `colbert`) in one point."""
+        return retriever in ("sparse", "multi_vector", "m3")
 
     def token_index(self, store: Any, config: dict[str, Any]) -> QdrantTokens:
         """ColBERT searched by Qdrant on the points' `colbert` multivectors (`qdrant_tokens.py`)."""
@@ -381,6 +381,7 @@ if TYPE_CHECKING:
         Backend,
         FiltersSparseNatively,
         FiltersTokensNatively,
+        HandsBackVectors,
         KeepsExtraVectors,
         ProvidesLexical,
         ProvidesMultiVector,
@@ -398,3 +399,5 @@ if TYPE_CHECKING:
     _TOKENS: type[ProvidesMultiVector] = QdrantBackend
     _TOKEN_SEARCH: type[TokenSearch] = QdrantTokens
     _TOKENS_NATIVE: type[FiltersTokensNatively] = QdrantTokens
+    _SPARSE_BACK: type[HandsBackVectors] = QdrantSparse
+    _TOKENS_BACK: type[HandsBackVectors] = QdrantTokens

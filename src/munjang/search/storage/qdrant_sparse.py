@@ -143,6 +143,20 @@ class QdrantSparse:
         index.add(np.asarray(labels, dtype=np.int64), rows)
         return index.search(row, k)[0]
 
+    def stored(self, labels: Sequence[int]) -> list[dict[int, float]]:
+        """The `splade` vector of each label as {token id: weight} (empty where none is held)."""
+        self.points.sync(self.store)
+        wanted = [int(x) for x in labels]
+        found: dict[int, dict[int, float]] = {}
+        for start in range(0, len(wanted), 1000):
+            for point in self.points.client.retrieve(
+                self.points.name, ids=wanted[start : start + 1000], with_vectors=[NAME], with_payload=False
+            ):
+                vector = (point.vector or {}).get(NAME)
+                if vector is not None:
+                    found[int(point.id)] = dict(zip(vector.indices, vector.values, strict=True))
+        return [found.get(x, {}) for x in wanted]
+
     def problems(self, labels: np.ndarray) -> list[str]:
         """Disagreement between Qdrant's points, caught up, and the stored passages (`labels`)."""
         self.points.sync(self.store)

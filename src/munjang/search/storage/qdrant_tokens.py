@@ -148,6 +148,20 @@ class QdrantTokens:
         index.add(np.asarray(labels, dtype=np.int64), [np.asarray(matrices[x], np.float32) for x in labels])
         return index.search([query], k, None, mean)[0]
 
+    def stored(self, labels: Sequence[int]) -> list[np.ndarray | None]:
+        """The `colbert` matrix of each label, float32 (None where none is held)."""
+        self.points.sync(self.store)
+        wanted = [int(x) for x in labels]
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(wanted), 1000):
+            for point in self.points.client.retrieve(
+                self.points.name, ids=wanted[start : start + 1000], with_vectors=[NAME], with_payload=False
+            ):
+                matrix = (point.vector or {}).get(NAME)
+                if matrix is not None:
+                    found[int(point.id)] = np.asarray(matrix, dtype=np.float32)
+        return [found.get(x) for x in wanted]
+
     def problems(self, labels: np.ndarray) -> list[str]:
         """Disagreement between Qdrant's points, caught up, and the stored passages (`labels`)."""
         self.points.sync(self.store)
