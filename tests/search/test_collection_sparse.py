@@ -113,12 +113,7 @@ def test_a_stored_vector_is_the_document_side_of_the_model(col: Collection, spla
     assert stored == pytest.approx(want, abs=1e-6)  # encoded in a batch with others: float rounding
 
 
-def test_sparse_needs_a_backend_that_keeps_it_and_a_sparse_model(
-    tmp_path: Path, encoder, splade: Path
-) -> None:
-    with pytest.raises(ValueError, match="needs a folder or PostgreSQL collection; qdrant ones"):
-        qdrant = f"qdrant+local://{tmp_path / 'qdrant'}"
-        Collection.create("c", backend=qdrant, encoder=encoder, sparse_model=splade)
+def test_sparse_needs_a_sparse_model(tmp_path: Path, encoder, splade: Path) -> None:
     with pytest.raises(ModelLoadError, match="no such model folder"):
         Collection.create(tmp_path / "x", encoder=encoder, sparse_model=tmp_path / "missing")
     assert not (tmp_path / "x").exists()

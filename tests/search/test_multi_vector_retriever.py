@@ -137,7 +137,7 @@ def test_mode_and_setup_errors_name_the_problem(tmp_path: Path, encoder, colbert
         plain.add(["x"], ["a text"])
         with pytest.raises(ValueError, match="no multi_vector retriever .*multi_vector_model"):
             plain.search("text", mode="multi_vector")
-    with pytest.raises(ValueError, match="needs a folder collection"):
+    with pytest.raises(ValueError, match="needs a backend that keeps token vectors .*; postgres has none"):
         Collection.create(
             "c", backend="postgresql://localhost/none", encoder=encoder, multi_vector_model=colbert
         )

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from munjang.search.storage.backends import collection_names, open_backend
-from munjang.search.storage.base import Backend, DenseSearch, SparseSearch, SparseVectors, Store
+from munjang.search.storage.base import (
+    Backend,
+    DenseSearch,
+    KeepsExtraVectors,
+    SparseSearch,
+    SparseVectors,
+    Store,
+    TokenSearch,
+    TokenVectors,
+)
 from munjang.search.storage.folder import FolderBackend
 from munjang.search.storage.live_index import DenseIndex
 from munjang.search.storage.postgres import PostgresBackend
@@ -20,6 +29,8 @@ from munjang.search.storage.postgres_sparse import PostgresSparse
 from munjang.search.storage.postgres_store import PostgresStore
 from munjang.search.storage.qdrant import QdrantBackend
 from munjang.search.storage.qdrant_index import QdrantDense
+from munjang.search.storage.qdrant_sparse import QdrantSparse
+from munjang.search.storage.qdrant_tokens import QdrantTokens
 from munjang.search.storage.sqlite_store import DocumentStore
 from tests.helpers.paths import REPO
 
@@ -45,12 +56,15 @@ def parameters(fn: object) -> list[str]:
         (Backend, [FolderBackend, PostgresBackend, QdrantBackend]),
         (DenseSearch, [DenseIndex, PostgresDense, QdrantDense]),
         (SparseVectors, [DocumentStore, PostgresStore]),
-        (SparseSearch, [PostgresSparse]),
+        (SparseSearch, [PostgresSparse, QdrantSparse]),
+        (TokenVectors, [DocumentStore]),
+        (TokenSearch, [QdrantTokens]),
+        (KeepsExtraVectors, [FolderBackend, PostgresBackend, QdrantBackend]),
     ],
 )
 def test_every_implementation_has_the_protocols_members(protocol: type, implementations: list[type]) -> None:
     expected = members(protocol)
-    assert len(expected) >= 3
+    assert expected, f"{protocol.__name__} lists no members"
     for cls in implementations:
         for name, member in expected.items():
             found = inspect.getattr_static(cls, name, MISSING)

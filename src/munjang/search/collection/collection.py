@@ -155,10 +155,10 @@ class Collection(CollectionSearch, CollectionEncoding):
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
         passages (see `passages.py`). Extra retrievers (each model a folder or hub id, optionally
-        already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder and PostgreSQL
-        collections), `multi_vector_model` (ColBERT), or `m3_model` (bge-m3, in place of `model`:
-        dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`); the last two need a folder
-        collection. The folder (or the PostgreSQL schema, with `backend`) appears complete or not
+        already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder, PostgreSQL and
+        Qdrant collections), `multi_vector_model` (ColBERT; folder and Qdrant), or `m3_model` (bge-m3, in
+        place of `model`: dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`; folder and
+        Qdrant). The folder (or the PostgreSQL schema, with `backend`) appears complete or not
         at all."""
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):

@@ -5,7 +5,8 @@ A collection created with `multi_vector_model=...` records {"model", "dim", "sim
 computed when it is added and written to the store's `token_vectors` table, as float16, in the same
 transaction as the passage, cached by text hash like dense vectors. The index (`token_index.py`) is
 derived from the store and caught up by watermark, so a writer killed at any moment leaves nothing to
-repair. Queries go through the model's query side (`encode_query`: query markers and expansion).
+repair; a backend that searches token matrices itself (`ProvidesMultiVector`: Qdrant) answers in its
+place. Queries go through the model's query side (`encode_query`: query markers and expansion).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ..storage.base import CollectionError, TokenVectors
+from ..storage.base import (
+    CollectionError,
+    FiltersTokensNatively,
+    HandsBackVectors,
+    KeepsExtraVectors,
+    ProvidesMultiVector,
+    TokenSearch,
+    TokenVectors,
+)
 from ..storage.live_index import label_problems
 from ..storage.live_retrievers import LiveTokenIndex
 from .inputs import model_key
@@ -37,17 +46,20 @@ def similarity_of(encoder: Any) -> str:
 
 
 def multi_vector_setup(
-    model: str | os.PathLike[str] | None, encoder: Any, backend_kind: str, device: str | None
+    model: str | os.PathLike[str] | None, encoder: Any, backend: Any, device: str | None
 ) -> tuple[Any, dict[str, Any]]:
     """The multi-vector model (loaded unless given) and what a new collection records about it:
-    {"model", "dim", "similarity"}. Only folder collections keep token vectors; the model must be
-    named, so reopening finds it."""
+    {"model", "dim", "similarity"}, where the backend keeps token vectors (`KeepsExtraVectors`);
+    the model must be named, so reopening finds it."""
     if model is None:
         raise ValueError(
             "multi_vector_encoder needs multi_vector_model: the folder or hub id the collection reloads it by"
         )
-    if backend_kind != "embedded":
-        raise ValueError("a multi-vector retriever needs a folder collection; PostgreSQL ones have none yet")
+    if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("multi_vector")):
+        raise ValueError(
+            f"a multi-vector retriever needs a backend that keeps token vectors (a folder collection); "
+            f"{backend.kind} has none yet"
+        )
     if encoder is None:
         from ...multi_vector import load_multi_vector_encoder
 
@@ -60,11 +72,19 @@ class MultiVectorRetriever:
     """The multi-vector model (loaded on first need), its cache key in the store, and the live index."""
 
     name = "multi_vector"
-    sql_filters = False  # filtered by `allowed` labels; `where` is not read
+    sql_filters = False  # filtered by `allowed` labels or `native`; `where` is not read
 
     def __init__(
-        self, config: dict[str, Any], store: Any, encoder: Any = None, device: str | None = None
+        self,
+        config: dict[str, Any],
+        store: Any,
+        encoder: Any = None,
+        device: str | None = None,
+        backend: Any = None,
     ) -> None:
+        self.own: TokenSearch | None = (
+            backend.token_index(store, config) if isinstance(backend, ProvidesMultiVector) else None
+        )
         if not isinstance(store, TokenVectors):
             raise CollectionError(
                 "this collection's backend keeps no token vectors (use a folder collection)"
@@ -104,6 +124,13 @@ class MultiVectorRetriever:
         if hashes:
             store.put_token_vectors(self.key, hashes, matrices)
 
+    def native_filter(self, spec: Any) -> Any | None:
+        """The filter compiled for the backend's own engine, where its search takes one (else None:
+        allowed labels)."""
+        if isinstance(self.own, FiltersTokensNatively):
+            return self.own.native_filter(spec)
+        return None
+
     def encode_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
         return [np.asarray(q, dtype=np.float32) for q in self.encoder.encode_query(list(queries))]
 
@@ -114,14 +141,34 @@ class MultiVectorRetriever:
         k: int,
         allowed: np.ndarray | None,
         where: Any = None,
+        native: Any = None,
     ) -> list[list[tuple[int, float]]]:
-        """Top-k (label, MaxSim score) per query, among `allowed` labels when given."""
+        """Top-k (label, MaxSim score) per query, among `allowed` labels when given, or the points
+        matching `native` in the backend's own engine."""
+        if self.own is not None:
+            if native is None and allowed is not None and len(allowed) == 0:
+                return [[] for _ in queries]
+            matrices = self.encode_queries(queries)
+            if native is not None and isinstance(self.own, FiltersTokensNatively):
+                return self.own.search_native(matrices, k, native, self.mean)
+            return self.own.search(matrices, k, allowed, self.mean)
         self.live.sync(store)
         if (allowed is not None and len(allowed) == 0) or not len(self.live.index):
             return [[] for _ in queries]
         return self.live.search(store, self.encode_queries(queries), k, allowed, self.mean)
 
+    def stored(self, store: Any, labels: np.ndarray) -> list[np.ndarray | None]:
+        """The stored token matrix of each label (None where not held): the backend's, or the live
+        index's."""
+        if isinstance(self.own, HandsBackVectors):
+            found: list[np.ndarray | None] = self.own.stored([int(x) for x in labels])
+            return found
+        self.live.sync(store)
+        return [self.live.index.matrix(int(x)) for x in labels]
+
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""
+        if self.own is not None:
+            return self.own.problems(labels)
         self.live.sync(store)
         return label_problems("multi-vector index", self.live.index.ids(), labels)

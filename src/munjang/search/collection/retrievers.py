@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..storage.base import KeepsExtraVectors
+
 if TYPE_CHECKING:
     from .m3_pass import OnePass
 
@@ -41,9 +43,23 @@ class Retriever(Protocol):
         """Whether `search` applies the compiled SQL filter `where` itself (else `allowed` labels)."""
         ...
 
+    def native_filter(self, spec: Any) -> Any | None:
+        """The filter compiled for the engine that searches it (`FiltersNatively`), or None."""
+        ...
+
     def search(
-        self, store: Any, queries: Any, k: int, allowed: np.ndarray | None, where: Any = None
+        self,
+        store: Any,
+        queries: Any,
+        k: int,
+        allowed: np.ndarray | None,
+        where: Any = None,
+        native: Any = None,
     ) -> list[list[tuple[int, float]]]: ...
+
+    def stored(self, store: Any, labels: np.ndarray) -> list[Any]:
+        """What it holds for each label (bge-m3's scoring reads the candidates' vectors)."""
+        ...
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
 
@@ -66,8 +82,10 @@ def extras_config(
     if m3_model is not None or m3_encoder is not None:
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
-        if backend.kind != "embedded":
-            raise ValueError("a bge-m3 collection needs a folder collection; PostgreSQL ones have none yet")
+        if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("m3")):
+            raise ValueError(
+                f"a bge-m3 collection needs a folder or Qdrant collection; {backend.kind} has none"
+            )
         if any(
             x is not None for x in (sparse_model, sparse_encoder, multi_vector_model, multi_vector_encoder)
         ):
@@ -84,7 +102,7 @@ def extras_config(
         from .multi_vector_retriever import multi_vector_setup
 
         encoders["multi_vector"], config["multi_vector"] = multi_vector_setup(
-            multi_vector_model, multi_vector_encoder, backend.kind, device
+            multi_vector_model, multi_vector_encoder, backend, device
         )
     return config, encoders
 
@@ -118,7 +136,7 @@ def open_extras(
         from .multi_vector_retriever import MultiVectorRetriever
 
         out["multi_vector"] = MultiVectorRetriever(
-            config["multi_vector"], store, encoders.get("multi_vector"), device
+            config["multi_vector"], store, encoders.get("multi_vector"), device, backend
         )
     return out
 

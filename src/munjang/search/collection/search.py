@@ -219,7 +219,7 @@ class CollectionSearch:
                 return self.lexical.search_native([tokenizer(q) for q in queries], k, native)
             return self._lexical_search(queries, k, allowed, where)
         results: list[list[tuple[int, float]]] = self.extras[name].search(
-            self.store, queries, k, allowed, where
+            self.store, queries, k, allowed, where, native
         )
         return results
 
@@ -233,6 +233,9 @@ class CollectionSearch:
         if "lexical" in names and isinstance(self.lexical, FiltersLexicalNatively):
             self.lexical.sync(self.store)
             natives["lexical"] = self.lexical.native_filter(spec)
+        for name, retriever in self.extras.items():
+            if name in names:
+                natives[name] = retriever.native_filter(spec)
         return {name: native for name, native in natives.items() if native is not None}
 
     def _m3_ranked(
@@ -248,8 +251,8 @@ class CollectionSearch:
         parts = m3_scores(
             query,
             self.store.vectors_of(self.config["model"], self.config["dim"], labels),
-            [self.extras["sparse"].live.index.vector(int(x)) for x in labels],
-            [self.extras["multi_vector"].live.index.matrix(int(x)) for x in labels],
+            self.extras["sparse"].stored(self.store, labels),
+            self.extras["multi_vector"].stored(self.store, labels),
             weights,
         )
         order = np.lexsort((labels, -parts["m3"]))[:k]

@@ -21,7 +21,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..index.sparse_index import rows_to_csr
-from ..storage.base import CollectionError, ProvidesSparse, SparseSearch, SparseVectors, sparse_cache_key
+from ..storage.base import (
+    CollectionError,
+    FiltersSparseNatively,
+    HandsBackVectors,
+    KeepsExtraVectors,
+    ProvidesSparse,
+    SparseSearch,
+    SparseVectors,
+    sparse_cache_key,
+)
 from ..storage.live_index import label_problems
 from ..storage.live_retrievers import LiveSparseIndex
 from .inputs import model_key
@@ -34,15 +43,15 @@ def sparse_setup(
     sparse_model: str | os.PathLike[str] | None, encoder: Any, backend: Any, device: str | None
 ) -> tuple[Any, dict[str, Any]]:
     """The sparse model (loaded unless given) and what a new collection records about it: {"model",
-    "dim"}. Folder collections keep sparse vectors, and backends that search them themselves
-    (`ProvidesSparse`); the model must be named, so reopening finds it."""
+    "dim"}, where the backend keeps sparse vectors (`KeepsExtraVectors`); the model must be named,
+    so reopening finds it."""
     if sparse_model is None:
         raise ValueError(
             "sparse_encoder needs sparse_model: the folder or hub id the collection reloads it by"
         )
-    if backend.kind != "embedded" and not isinstance(backend, ProvidesSparse):
+    if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("sparse")):
         raise ValueError(
-            f"a sparse retriever needs a folder or PostgreSQL collection; {backend.kind} ones have none yet"
+            f"a sparse retriever needs a backend that keeps sparse vectors; {backend.kind} keeps none"
         )
     if encoder is None:
         from ...sparse_encoder import load_sparse_encoder
@@ -82,6 +91,12 @@ class SparseRetriever:
     def sql_filters(self) -> bool:
         """Whether `search` applies the compiled filter itself (no allowed-labels list needed)."""
         return self.own is not None
+
+    def native_filter(self, spec: Any) -> Any | None:
+        """The filter compiled for the backend's own engine, where its search takes one (else None)."""
+        if isinstance(self.own, FiltersSparseNatively):
+            return self.own.native_filter(spec)
+        return None
 
     @property
     def encoder(self) -> Any:
@@ -123,15 +138,19 @@ class SparseRetriever:
         k: int,
         allowed: np.ndarray | None,
         where: tuple[str, list[Any]] | None = None,
+        native: Any = None,
     ) -> list[list[tuple[int, float]]]:
         """Top-k (label, dot-product score) per query, among `allowed` labels when given; the
-        backend's own index takes the compiled filter `where` instead."""
+        backend's own index takes the compiled filter `where` instead, or `native`, the filter
+        compiled for its engine (`native_filter`)."""
         from ...sparse_encoder import sparse_rows
 
         if self.own is not None:
-            if allowed is not None and len(allowed) == 0:
+            if native is None and allowed is not None and len(allowed) == 0:
                 return [[] for _ in queries]
             rows = sparse_rows(self.encoder.encode_query(list(queries)))
+            if native is not None and isinstance(self.own, FiltersSparseNatively):
+                return self.own.search_native(rows, k, native)
             if where is None and allowed is not None:
                 return self.own.search(rows, k, allowed)
             return self.own.search_where(rows, k, where)
@@ -140,6 +159,14 @@ class SparseRetriever:
             return [[] for _ in queries]
         matrix: sp.csr_matrix = rows_to_csr(sparse_rows(self.encoder.encode_query(list(queries))), self.dim)
         return self.live.index.search(matrix, k, allowed)
+
+    def stored(self, store: Any, labels: np.ndarray) -> list[dict[int, float]]:
+        """The stored vector of each label as {token id: weight}: the backend's, or the live index's."""
+        if isinstance(self.own, HandsBackVectors):
+            found: list[dict[int, float]] = self.own.stored([int(x) for x in labels])
+            return found
+        self.live.sync(store)
+        return [self.live.index.vector(int(x)) for x in labels]
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the index, caught up, and the stored passages."""

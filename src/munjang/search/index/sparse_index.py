@@ -143,9 +143,10 @@ class SparseIndex:
                 score_parts.append(values[keep])
             labels = np.concatenate(labels_parts) if labels_parts else np.zeros(0, np.int64)
             values = np.concatenate(score_parts) if score_parts else np.zeros(0, np.float32)
-            if len(values) > k:
-                top = np.argpartition(-values, k - 1)[:k]
-                labels, values = labels[top], values[top]
-            order = np.lexsort((labels, -values))  # best first; ties by label, so results are stable
+            if len(values) > k:  # the k best, and every one tied with the k-th: the cut is by label too
+                kth = values[np.argpartition(-values, k - 1)[k - 1]]
+                keep = values >= kth
+                labels, values = labels[keep], values[keep]
+            order = np.lexsort((labels, -values))[:k]  # best first; ties by label, so results are stable
             out.append([(int(labels[i]), float(values[i])) for i in order])
         return out

@@ -164,10 +164,11 @@ class TokenIndex:
 
     @staticmethod
     def _top(scores: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if len(scores) > k:
-            keep = np.argpartition(-scores, k - 1)[:k]
+        if len(scores) > k:  # the k best, and every one tied with the k-th: the cut is by row too
+            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+            keep = scores >= kth
             scores, rows = scores[keep], rows[keep]
-        order = np.lexsort((rows, -scores))  # best first; ties by insertion, so results are stable
+        order = np.lexsort((rows, -scores))[:k]  # best first; ties by insertion, so results are stable
         return rows[order], scores[order]
 
     def _plaid_search(

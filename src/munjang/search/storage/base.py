@@ -20,14 +20,19 @@ the store, are the fallback. Each capability is a Protocol checked with `isinsta
 - `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
   the in-process `live_retrievers` indexes replay; a store without them refuses such a collection;
 - `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
-  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`.
+  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`;
+  `FiltersSparseNatively`: that search takes its engine's compiled filter (Qdrant);
+- `ProvidesMultiVector` / `FiltersTokensNatively`: the same for ColBERT's token matrices (`token_index`);
+  `HandsBackVectors`: such a search reads back the vectors it holds (bge-m3's scoring);
+- `KeepsExtraVectors`: which extra retrievers ("sparse", "multi_vector", "m3") a backend's
+  collections can hold; a backend without it holds none.
 
 `Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
 `Backend` and talks to these parts only. Three backends exist: a folder with SQLite (`folder.py` +
 `sqlite_store.py`, the default; BM25 and the exact matrix saved beside it for readers to map),
 PostgreSQL with pgvector (`postgres.py`, a `postgresql://` URL: dense, BM25 and filters in SQL),
-and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense and
-BM25 searched in Qdrant).
+and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense,
+BM25, SPLADE and ColBERT searched in Qdrant).
 
 Adding a backend (say `lancedb://`):
 1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
@@ -211,6 +216,64 @@ class ProvidesSparse(Protocol):
     `index/sparse_index.py`). `config` is the collection's "sparse" entry ({"model", "dim"})."""
 
     def sparse_index(self, store: Store, config: dict[str, Any]) -> SparseSearch: ...
+
+
+@runtime_checkable
+class FiltersSparseNatively(Protocol):
+    """A backend's SPLADE search that runs munjang's metadata filter in its own engine
+    (`FiltersNatively.native_filter`) and takes it compiled as `search_native`'s `native`."""
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
+
+    def search_native(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, native: Any
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+class TokenSearch(Protocol):
+    """A collection's multi-vector retrieval answered by its backend: top-k MaxSim (`mean`:
+    MeanMaxSim) per query matrix, among `allowed` labels when given."""
+
+    def search(
+        self, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None = None, mean: bool = False
+    ) -> list[list[tuple[int, float]]]: ...
+
+    def problems(self, labels: np.ndarray) -> list[str]: ...
+
+
+@runtime_checkable
+class FiltersTokensNatively(Protocol):
+    """A backend's multi-vector search that takes its engine's compiled filter."""
+
+    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
+
+    def search_native(
+        self, queries: Sequence[np.ndarray], k: int, native: Any, mean: bool = False
+    ) -> list[list[tuple[int, float]]]: ...
+
+
+@runtime_checkable
+class ProvidesMultiVector(Protocol):
+    """A backend that answers multi-vector (ColBERT) retrieval itself, with the in-process index's
+    exact MaxSim. `config` is the collection's "multi_vector" entry ({"model", "dim", "similarity"})."""
+
+    def token_index(self, store: Store, config: dict[str, Any]) -> TokenSearch: ...
+
+
+@runtime_checkable
+class HandsBackVectors(Protocol):
+    """A backend's sparse or multi-vector search that hands back what it stores for given labels
+    (SPLADE: {token id: weight}; ColBERT: a token matrix, None where not held), for bge-m3's score."""
+
+    def stored(self, labels: Sequence[int]) -> list[Any]: ...
+
+
+@runtime_checkable
+class KeepsExtraVectors(Protocol):
+    """A backend whose collections can hold the vectors of extra retrievers: `keeps_vectors(name)`
+    for "sparse" (SPLADE), "multi_vector" (ColBERT) and "m3" (bge-m3's three heads)."""
+
+    def keeps_vectors(self, retriever: str) -> bool: ...
 
 
 @runtime_checkable

@@ -77,6 +77,10 @@ class FolderBackend:
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
+    def keeps_vectors(self, retriever: str) -> bool:
+        """Every extra retriever: the SQLite store keeps their vectors, in-process indexes search them."""
+        return True
+
     def open_store(self, readonly: bool) -> DocumentStore:
         if not self.path.is_dir():
             raise CollectionError(f"{self.path}: no such collection folder")

@@ -68,6 +68,10 @@ class PostgresBackend:
             return PostgresLexical(store, config)
         return None
 
+    def keeps_vectors(self, retriever: str) -> bool:
+        """SPLADE only (in SQL): no token vectors yet."""
+        return retriever == "sparse"
+
     def sparse_index(self, store: Any, config: dict[str, Any]) -> PostgresSparse:
         """SPLADE in SQL over the postings the store keeps (`config`: the collection's "sparse")."""
         return PostgresSparse(store, sparse_cache_key(str(config["model"])))

@@ -6,10 +6,12 @@
 Each collection is a folder FOLDER/NAME holding `collection.db` (the same SQLite store as a folder
 collection: passages, metadata, tokens, the embedding cache, the deletion log, transactional) and
 `write.lock`; in local mode also `qdrant/`, Qdrant's own storage. Qdrant holds one point per passage
-(point id = the passage's label) with named vectors `dense` and `bm25` (Kiwi tokens as a sparse
-vector, `Modifier.IDF`) and the document id, chunk, offsets, text and metadata as payload. What
-Qdrant has applied is a `Watermark` in the Qdrant collection's own metadata, written after the points,
-so a crash between the two replays an idempotent upsert: nothing is lost and nothing applied twice.
+(point id = the passage's label) with named vectors `dense`, `bm25` (Kiwi tokens as a sparse
+vector, `Modifier.IDF`) and, for a collection with a sparse model, `splade` (`qdrant_sparse.py`),
+with a multi-vector model `colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets,
+text and metadata as payload. What Qdrant has applied is a `Watermark` in the Qdrant collection's
+own metadata, written after the points, so a crash between the two replays an idempotent upsert:
+nothing is lost and nothing applied twice.
 
 Server options in the URL query: `shards` and `replicas` (a new collection's shard_number and
 replication_factor), `prefix` (Qdrant collection names: PREFIX + NAME, default "munjang_"), `https=1`;
@@ -37,6 +39,8 @@ from .disk_faults import storage_fault, writable_media
 from .folder_drop import acquire_writer_lock, drop_folder
 from .qdrant_bm25 import STATS_NAME
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
+from .qdrant_sparse import QdrantSparse
+from .qdrant_tokens import QdrantTokens
 from .sqlite_store import DocumentStore
 
 DB_NAME = "collection.db"
@@ -280,6 +284,19 @@ class QdrantBackend:
             return LexicalIndex(config)
         return QdrantLexical(self.points(store, {**store.get_meta(), "lexical": config}), config)
 
+    def keeps_vectors(self, retriever: str) -> bool:
+        """SPLADE as a named sparse vector of each point, ColBERT as a named multivector, and so
+        bge-m3's three heads (dense, `splade`, `colbert`) in one point."""
+        return retriever in ("sparse", "multi_vector", "m3")
+
+    def token_index(self, store: Any, config: dict[str, Any]) -> QdrantTokens:
+        """ColBERT searched by Qdrant on the points' `colbert` multivectors (`qdrant_tokens.py`)."""
+        return QdrantTokens(self.points(store, store.get_meta()), store, int(config["dim"]))
+
+    def sparse_index(self, store: Any, config: dict[str, Any]) -> QdrantSparse:
+        """SPLADE searched by Qdrant on the points' `splade` vectors (`qdrant_sparse.py`)."""
+        return QdrantSparse(self.points(store, store.get_meta()), store, int(config["dim"]))
+
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
         if self._lock is None:
@@ -360,7 +377,27 @@ def _server_client(url: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from .base import Backend, ProvidesLexical
+    from .base import (
+        Backend,
+        FiltersSparseNatively,
+        FiltersTokensNatively,
+        HandsBackVectors,
+        KeepsExtraVectors,
+        ProvidesLexical,
+        ProvidesMultiVector,
+        ProvidesSparse,
+        SparseSearch,
+        TokenSearch,
+    )
 
     _CONTRACT: type[Backend] = QdrantBackend  # mypy checks the class against the contract
     _LEXICAL: type[ProvidesLexical] = QdrantBackend
+    _SPARSE: type[ProvidesSparse] = QdrantBackend
+    _KEEPS: type[KeepsExtraVectors] = QdrantBackend
+    _SPARSE_SEARCH: type[SparseSearch] = QdrantSparse
+    _SPARSE_NATIVE: type[FiltersSparseNatively] = QdrantSparse
+    _TOKENS: type[ProvidesMultiVector] = QdrantBackend
+    _TOKEN_SEARCH: type[TokenSearch] = QdrantTokens
+    _TOKENS_NATIVE: type[FiltersTokensNatively] = QdrantTokens
+    _SPARSE_BACK: type[HandsBackVectors] = QdrantSparse
+    _TOKENS_BACK: type[HandsBackVectors] = QdrantTokens

@@ -1,7 +1,9 @@
 """A collection's points in Qdrant, kept in step with its SQLite store, and the searches they answer.
 
-One point per passage, its id the passage's label: named vectors `dense` (the embedding) and `bm25`
-(the passage's Kiwi tokens as a sparse vector), and the payload `id`, `chunk`, `start`, `end`,
+One point per passage, its id the passage's label: named vectors `dense` (the embedding), `bm25`
+(the passage's Kiwi tokens as a sparse vector) and, with a sparse model, `splade` (`qdrant_sparse.py`),
+with a multi-vector model `colbert` (`qdrant_tokens.py`),
+and the payload `id`, `chunk`, `start`, `end`,
 `text`, `metadata`. A writer pushes what the store changed since the watermark Qdrant holds (in the
 Qdrant collection's metadata, written after the points: a crash in between repeats an idempotent
 upsert); a reader only reads that watermark.
@@ -31,6 +33,8 @@ from ...extras import require
 from .base import Watermark
 from .qdrant_bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
 from .qdrant_filters import compile_native, filter_payload, merge_kinds
+from .qdrant_sparse import sparse_config, sparse_points
+from .qdrant_tokens import token_points, tokens_config
 
 MAX_EF = 1000
 REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
@@ -82,8 +86,14 @@ class QdrantPoints:
         distance = models.Distance.COSINE if config["metric"] == "cosine" else models.Distance.DOT
         client.create_collection(
             name,
-            vectors_config={"dense": models.VectorParams(size=int(config["dim"]), distance=distance)},
-            sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            vectors_config={
+                "dense": models.VectorParams(size=int(config["dim"]), distance=distance),
+                **tokens_config(config, models),
+            },
+            sparse_vectors_config={
+                "bm25": models.SparseVectorParams(modifier=models.Modifier.IDF),
+                **sparse_config(config, models),
+            },
             shard_number=int(options["shards"]) if "shards" in options else None,
             replication_factor=int(options["replicas"]) if "replicas" in options else None,
             metadata={"munjang": {**_state(Watermark(), 0, 0), "filters": 1, "key_kinds": {}}},
@@ -141,6 +151,8 @@ class QdrantPoints:
                     "avgdl_high": high,
                     "exact": 1,
                     "metadata_seq": logged,
+                    "splade_signed": int(bool(self.state.get("splade_signed")) or push.signed),
+                    "token_norm": max(float(self.state.get("token_norm") or 0.0), push.norm),
                 }
                 if self.state.get("filters"):
                     state.update({"filters": 1, "key_kinds": push.kinds})
@@ -212,10 +224,18 @@ class QdrantPoints:
         if fresh:
             push.made.append(avgdl)
         first = {g[0]: g for g in fresh}
+        splade, signed = sparse_points(self.config, store, labels, models)
+        push.signed = push.signed or signed
+        colbert, norm = token_points(self.config, store, labels)
+        push.norm = max(push.norm, norm)
         points = []
         for label, vector in zip(labels.tolist(), np.asarray(vectors, dtype=np.float32), strict=True):
             doc = docs[label]
             named: dict[str, Any] = {"dense": vector.tolist()}
+            if label in splade:
+                named["splade"] = splade[label]
+            if label in colbert:
+                named["colbert"] = colbert[label]
             filterable, kinds = filter_payload(doc.metadata)
             merge_kinds(push.kinds, kinds)
             payload = {
@@ -323,6 +343,8 @@ class _Push:
         self.made: list[float] = []  # the mean lengths its weights were made at
         self.kinds: dict[str, str] = {}  # the kinds of value each metadata key has held
         self.open: tuple[tuple[str, tuple[str, ...]], list[int]] | None = None
+        self.signed = False  # a SPLADE weight below zero was pushed (`qdrant_sparse.py`)
+        self.norm = 0.0  # the largest ColBERT token norm pushed (`qdrant_tokens.py`)
 
     def avgdl(self, stats: BM25Stats) -> float:
         """The mean length the new weights are made at: the statistics' with this push's texts."""
@@ -396,10 +418,14 @@ class QdrantDense:
         labels = np.full((len(vectors), k), -1, dtype=np.int64)
         scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
         for i, vector in enumerate(np.asarray(vectors, dtype=np.float32)):
-            for j, (label, score) in enumerate(
-                self.points.query(vector.tolist(), "dense", k, allowed, params, where)
-            ):
-                labels[i, j], scores[i, j] = label, score
+            limit = k + 1  # one more, until the last is below the k-th: no tie is cut by Qdrant's order
+            while True:
+                found = self.points.query(vector.tolist(), "dense", limit, allowed, params, where)
+                if len(found) < limit or found[-1][1] < found[k - 1][1]:
+                    break
+                limit *= 2
+            for j, (label, score) in enumerate(sorted(found, key=lambda x: (-x[1], x[0]))[:k]):
+                labels[i, j], scores[i, j] = label, score  # ties by lower label, as the other backends
         return labels, scores
 
 
