@@ -120,7 +120,8 @@ def test_fp32_matches_torch(backend, batch, reference, kind, options):
     assert real_diff(out, reference, batch) <= FP32_ATOL
 
 
-@pytest.mark.parametrize("kind", ["onnx", "openvino"])
+# OpenVINO int8 also runs in test_encode_backends' agreement table; this one under -m slow.
+@pytest.mark.parametrize("kind", ["onnx", pytest.param("openvino", marks=pytest.mark.slow)])
 def test_int8_stays_close_to_fp32(backend, batch, reference, kind):
     be = backend(kind, "int8")
     out = be.token_embeddings(batch)

@@ -56,6 +56,7 @@ def test_attention_and_down_projections_stay_float(encoder):
     assert len(attention) == 2 * 6 and len(down) == 6 and len(kept) == 18, kept
 
 
+@pytest.mark.slow  # calibrating the static graph takes 20 s; int8 is never a default
 def test_the_other_matmuls_run_on_calibrated_int8(encoder, static_graph):
     model = onnx.load(str(static_graph))
     producers = {out: node for node in model.graph.node for out in node.output}
@@ -72,6 +73,7 @@ def test_the_other_matmuls_run_on_calibrated_int8(encoder, static_graph):
     assert manifest["quantization"]["calibration_texts"] > 200
 
 
+@pytest.mark.slow  # calibrating the static graph takes 20 s; int8 is never a default
 def test_openvino_int8_is_the_static_graph_and_near_fp32(encoder, static_graph):
     backend = encoder.backend("openvino", "int8")
     assert backend.variant == "int8-static" and backend.model_path == static_graph

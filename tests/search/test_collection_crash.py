@@ -41,13 +41,15 @@ def _start_writer(folder: Path, round_number: int, words: int = 6) -> subprocess
     return proc
 
 
-def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+@pytest.mark.parametrize("rounds", [8, pytest.param(20, marks=pytest.mark.slow)])
+def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder, rounds: int) -> None:
+    # 8 kills in the default suite (about 6 s each), 20 with -m slow.
     folder = tmp_path / "crash"
     Collection.create(folder, encoder=encoder, index="hnsw", tokenizer="word").close()
     rng = random.Random(0)
     committed: dict[str, int] = {}
     searches = 0
-    for round_number in range(20):
+    for round_number in range(rounds):
         proc = _start_writer(folder, round_number)
         deadline = time.monotonic() + rng.uniform(0.05, 2.5)
         # A reader in this process searches while the writer adds.
@@ -92,13 +94,16 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
     assert len(committed) > 20 and searches > 20
 
 
-def test_sigkill_with_documents_stored_as_passages_loses_nothing_committed(tmp_path: Path, encoder) -> None:
+@pytest.mark.parametrize("rounds", [3, pytest.param(6, marks=pytest.mark.slow)])
+def test_sigkill_with_documents_stored_as_passages_loses_nothing_committed(
+    tmp_path: Path, encoder, rounds: int
+) -> None:
     folder = tmp_path / "passages"
     chunking = {"max_tokens": 16, "overlap_tokens": 4}
     Collection.create(folder, encoder=encoder, index="hnsw", tokenizer="word", chunking=chunking).close()
     rng = random.Random(1)
     committed: set[str] = set()
-    for round_number in range(6):
+    for round_number in range(rounds):
         proc = _start_writer(folder, round_number, words=30)
         # Wait for the first commit (how long it takes depends on the machine), then kill at random.
         assert proc.stdout is not None
