@@ -8,7 +8,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,28 +16,13 @@ import pytest
 
 from munjang.multi_vector import maxsim
 from munjang.search.collection.collection import Collection
+from tests.helpers.crash_writer import start_writer
 from tests.helpers.multi_vector import st_multi_vector
-from tests.helpers.paths import SCRIPTS
 from tests.helpers.sparse import munjang_splade
-
-WRITER = SCRIPTS / "collection_writer.py"
 
 
 def _start_writer(folder: Path, round_number: int, words: int = 6) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen(
-        [sys.executable, str(WRITER), str(folder), str(round_number), str(round_number), str(words)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"writer did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return proc
+    return start_writer(str(folder), str(round_number), str(round_number), str(words))
 
 
 @pytest.mark.parametrize("rounds", [8, pytest.param(20, marks=pytest.mark.slow)])

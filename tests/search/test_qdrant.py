@@ -21,26 +21,11 @@ from munjang.search.collection.collection import Collection
 from munjang.search.storage.base import CollectionError
 from munjang.search.storage.qdrant_index import bm25_weights
 from tests.helpers.collection_backends import qdrant_url
-from tests.helpers.paths import SCRIPTS
-
-WRITER = SCRIPTS / "collection_writer.py"
+from tests.helpers.crash_writer import start_writer
 
 
 def _start_writer(name: str, url: str, round_number: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "MUNJANG_BACKEND": url}
-    proc = subprocess.Popen(
-        [sys.executable, str(WRITER), name, str(round_number), str(round_number)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"writer did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return proc
+    return start_writer(name, str(round_number), str(round_number), env={"MUNJANG_BACKEND": url})
 
 
 @pytest.mark.parametrize("rounds", [3, pytest.param(8, marks=pytest.mark.slow)])

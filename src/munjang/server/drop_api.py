@@ -22,8 +22,9 @@ from fastapi import APIRouter
 
 from ..search import CollectionError, CollectionNotFoundError
 from ..search.collection.collection import Collection
-from .collections_api import ServedCollection, serve_existing
+from .collections_api import serve_existing
 from .errors import APIError
+from .served_collection import ServedCollection
 from .settings import ServerSettings
 
 logger = logging.getLogger("munjang.server")

@@ -32,6 +32,21 @@ DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
 
 
+def staging_folder(target: Path) -> Path:
+    """A fresh hidden sibling of `target` to build a new collection in, renamed to `target` once
+    complete (so a collection appears whole or not at all); refused when `target` exists."""
+    if target.exists():
+        raise CollectionError(f"{target} already exists: add to it, or choose another name")
+    staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+    except OSError as e:
+        raise storage_fault(e, target.parent) or e from e
+    return staging
+
+
 class FolderBackend:
     """A collection in `folder`: SQLite plus the in-memory (and, for HNSW, saved) vector index."""
 
@@ -59,15 +74,7 @@ class FolderBackend:
     def create(self, config: dict[str, Any]) -> None:
         """The folder appears complete or not at all: it is built under a hidden name, then renamed."""
         target = self.path
-        if target.exists():
-            raise CollectionError(f"{target} already exists: add to it, or choose another name")
-        staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir()
-        except OSError as e:
-            raise storage_fault(e, target.parent) or e from e
+        staging = staging_folder(target)
         try:
             store = DocumentStore(staging / DB_NAME, create=True)
             store.set_meta(config)

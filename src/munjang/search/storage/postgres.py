@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import CollectionBusyError, CollectionNotFoundError, sparse_cache_key
+from .postgres_connect import is_database_error, list_collections
 from .postgres_dense import PostgresDense
 from .postgres_lexical import PostgresLexical, served_in_sql
 from .postgres_sparse import PostgresSparse
-from .postgres_store import PostgresStore, is_database_error, list_collections
+from .postgres_store import PostgresStore
 
 # How long a drop waits for sessions still reading the collection's tables before it gives up.
 DROP_LOCK_TIMEOUT = "10s"

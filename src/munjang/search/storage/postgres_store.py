@@ -31,13 +31,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ...extras import install_hint
 from . import postgres_sparse as sparse
 from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark, sparse_cache_key
+from .postgres_connect import connect, redact
 from .postgres_lexical import (
     create_postings,
     has_postings,
@@ -47,7 +46,6 @@ from .postgres_lexical import (
 )
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
-URL_SCHEMES = ("postgres", "postgresql")
 OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
 # Equality filters compile to jsonb containment (see filters.py), which this index answers.
@@ -58,62 +56,6 @@ METADATA_INDEX = (
 
 # Answers "is any document stored as several passages?" without a scan.
 PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chunk > 0"
-
-
-def is_postgres_url(value: object) -> bool:
-    """True for a `postgresql://` (or `postgres://`) connection URL."""
-    return isinstance(value, str) and urlsplit(value).scheme in URL_SCHEMES
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and `info()`."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _connect(url: str) -> Any:
-    try:
-        import psycopg
-        from pgvector.psycopg import register_vector
-    except ImportError:
-        raise CollectionError(
-            f"PostgreSQL collections need psycopg and pgvector: {install_hint('psycopg')}"
-        ) from None
-    try:
-        conn = psycopg.connect(url, autocommit=True)
-    except psycopg.Error as e:
-        raise CollectionError(f"cannot connect to {redact(url)}: {str(e).strip()}") from None
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except psycopg.Error as e:
-        conn.close()
-        raise CollectionError(
-            f"{redact(url)}: the pgvector extension is not available ({str(e).strip()}); "
-            "install pgvector on the server or ask its administrator to CREATE EXTENSION vector"
-        ) from None
-    register_vector(conn)
-    return conn
-
-
-def list_collections(url: str) -> list[str]:
-    """Names of the munjang collections in the database at `url`."""
-    conn = _connect(url)
-    try:
-        rows = conn.execute(
-            "SELECT substr(schema_name, 9) FROM information_schema.schemata "
-            "WHERE schema_name LIKE 'munjang\\_%' ORDER BY schema_name"
-        ).fetchall()
-    finally:
-        conn.close()
-    return [r[0] for r in rows]
-
-
-def is_database_error(error: BaseException) -> bool:
-    """True for an error raised by psycopg (the server refused, failed or went away)."""
-    return type(error).__module__.partition(".")[0] == "psycopg"
 
 
 class PostgresStore:
@@ -130,7 +72,7 @@ class PostgresStore:
         self.url, self.name, self.readonly = url, name, readonly
         self.schema = f"munjang_{name}"
         self.path = f"{redact(url)} (collection {name})"
-        self.conn = _connect(url)
+        self.conn = connect(url)
         self._in_transaction = False
         self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)

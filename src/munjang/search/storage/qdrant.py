@@ -35,7 +35,8 @@ from filelock import FileLock
 
 from ...extras import require
 from .base import CollectionBusyError, CollectionError, LexicalSearch
-from .disk_faults import storage_fault, writable_media
+from .disk_faults import writable_media
+from .folder import staging_folder
 from .folder_drop import acquire_writer_lock, drop_folder
 from .qdrant_bm25 import STATS_NAME
 from .qdrant_index import QdrantDense, QdrantLexical, QdrantPoints
@@ -210,15 +211,7 @@ class QdrantBackend:
         """Records folder and Qdrant collection appear together or not at all: the folder is built
         under a hidden name and renamed last; a failure removes what was made."""
         target = self.path
-        if target.exists():
-            raise CollectionError(f"{target} already exists: add to it, or choose another name")
-        staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir()
-        except OSError as e:
-            raise storage_fault(e, target.parent) or e from e
+        staging = staging_folder(target)
         client, release, made = None, None, False
         try:
             store = DocumentStore(staging / DB_NAME, create=True)

@@ -1,0 +1,31 @@
+"""The writer process the crash tests kill: scripts/collection_writer.py, started and waited for
+until it says it is ready (its collection open, about to add)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.helpers.paths import SCRIPTS
+
+WRITER = SCRIPTS / "collection_writer.py"
+
+
+def start_writer(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`collection_writer.py ARGS` in a process of its own (with this process's import path and
+    `env` added), once it has printed "ready"."""
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
+    proc = subprocess.Popen(
+        [sys.executable, str(WRITER), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"writer did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    return proc
