@@ -57,7 +57,7 @@ def demo_map(e5_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[n
     return vectors, [d.metadata["topic"] for d in docs], [d.metadata["lang"] for d in docs]
 
 
-@pytest.mark.parametrize("method", ["pca", "umap"])
+@pytest.mark.parametrize("method", ["pca", pytest.param("umap", marks=pytest.mark.slow)])
 def test_demo_map_neighbours_share_topic_more_than_language(demo_map, method):
     if method == "umap" and not umap_available():
         pytest.skip("umap-learn is not installed")

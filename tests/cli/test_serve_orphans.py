@@ -14,7 +14,7 @@ from tests.helpers.processes import alive, children, serve_process
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
-@pytest.mark.parametrize("backend", ["torch:fp32", "auto"])
+@pytest.mark.parametrize("backend", [pytest.param("torch:fp32", marks=pytest.mark.slow), "auto"])
 def test_sigkill_of_the_server_leaves_no_process_after_two_seconds(tmp_path, backend):
     """With two model processes (torch fp32), or with the automatic choice being measured in the
     background (an empty cache) by a process of its own."""

@@ -54,6 +54,7 @@ def test_pulled_e5_is_the_reference_converters_folder(e5_path: Path, reference_e
     assert float(np.abs(a - b).max()) <= 1e-5
 
 
+@pytest.mark.slow
 def test_named_e5_korsts_test_is_76_85(data_dir: Path, e5_path: Path) -> None:
     """The figure of the reference folder (76.85; 77.07 published for the full-precision weights)."""
     data = read_sts(data_dir / "korsts" / "sts-test.tsv")

@@ -78,7 +78,7 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
     assert len(committed) > 20 and searches > 20
 
 
-@pytest.mark.parametrize("rounds", [3, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rounds", [2, pytest.param(6, marks=pytest.mark.slow)])
 def test_sigkill_with_documents_stored_as_passages_loses_nothing_committed(
     tmp_path: Path, encoder, rounds: int
 ) -> None:

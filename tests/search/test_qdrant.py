@@ -28,10 +28,10 @@ def _start_writer(name: str, url: str, round_number: int) -> subprocess.Popen[st
     return start_writer(name, str(round_number), str(round_number), env={"MUNJANG_BACKEND": url})
 
 
-@pytest.mark.parametrize("rounds", [3, pytest.param(8, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rounds", [2, pytest.param(8, marks=pytest.mark.slow)])
 def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder, rounds: int) -> None:
     """A writer killed at random moments: every committed document is in the store and, once a
-    writer opens the collection again, in Qdrant (dense and BM25), and the two agree (3 kills in
+    writer opens the collection again, in Qdrant (dense and BM25), and the two agree (2 kills in
     the default suite, 8 with -m slow)."""
     url = qdrant_url(tmp_path)
     Collection.create("crash", backend=url, encoder=encoder, tokenizer="word").close()
