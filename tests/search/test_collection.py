@@ -220,9 +220,15 @@ def test_hnsw_collection_saves_and_catches_up(tmp_path: Path, encoder) -> None:
         assert again.search("stock", k=2, filter={"lang": "en"})[0].id == "en-2"
 
 
-def test_an_hnsw_reader_maps_the_saved_graph_until_the_store_moves_past_it(tmp_path: Path, encoder) -> None:
-    # A reader of a settled collection opens the saved graph as a memory-mapped view (no read of
-    # the graph); the first change to apply reads it in, even after the writer replaced the file.
+def test_an_hnsw_reader_keeps_the_saved_graph_mapped_and_follows_the_writers_saves(
+    tmp_path: Path, encoder, monkeypatch
+) -> None:
+    # A reader maps the saved graph (no read of it) and puts what the writer changed since beside
+    # it: added passages in an exact tail, deleted ones masked. When the writer saves a new graph,
+    # the reader maps that one. Only far past the save (here: any deletion) does it read one in.
+    from munjang.search.index.viewed_graph import ViewedGraph
+    from munjang.search.storage import live_index
+
     folder = tmp_path / "h"
     with Collection.create(folder, encoder=encoder, index="hnsw") as c:
         _fill(c)
@@ -230,16 +236,38 @@ def test_an_hnsw_reader_maps_the_saved_graph_until_the_store_moves_past_it(tmp_p
     with Collection.open(folder, encoder=encoder) as fresh:
         expected = [(h.id, h.score) for h in fresh.search("guitar solo", k=4)]
     assert [(h.id, h.score) for h in reader.search("guitar solo", k=4)] == expected
-    assert reader.dense.index.is_view
-    with Collection.open(folder, encoder=encoder) as writer:
-        writer.add(["late"], ["A late guitar solo."])
-        writer.delete(["en-1"])
-    assert sorted(p.name for p in folder.glob("dense-*.hnsw")) == [
-        "dense-7-1.hnsw"
-    ]  # the view's file is gone
-    hits = reader.search("guitar solo", k=6)
-    assert not reader.dense.index.is_view and hits[0].id == "late" and "en-1" not in {h.id for h in hits}
+    viewed = reader.dense.index
+    assert isinstance(viewed, ViewedGraph) and viewed.graph.is_view and len(viewed.tail) == 0
+
+    writer = Collection.open(folder, encoder=encoder)
+    writer.add(["late"], ["A late guitar solo."])
+    writer.delete(["en-1"])  # no save yet: far fewer changes than a save waits for
+    assert sorted(p.name for p in folder.glob("dense-*.hnsw")) == ["dense-6-0.hnsw"]
+    hits = reader.search("guitar solo", k=5)
+    assert reader.dense.index is viewed and viewed.graph.is_view
+    assert len(viewed.tail) == 1 and viewed.dead == 1 and len(viewed) == 6
+    want = writer.search("guitar solo", k=5)
+    assert [h.id for h in hits] == [h.id for h in want] and hits[0].id == "late"
+    np.testing.assert_allclose([h.score for h in hits], [h.score for h in want], rtol=1e-5)
     assert reader.check() == []
+
+    writer.close()  # saves dense-7-1.hnsw and removes the viewed file
+    assert sorted(p.name for p in folder.glob("dense-*.hnsw")) == ["dense-7-1.hnsw"]
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.add(["later"], ["Another guitar on another stage."])
+    hits = reader.search("guitar solo", k=6)
+    followed = reader.dense.index
+    assert isinstance(followed, ViewedGraph) and followed.graph.is_view and reader.dense.saved.label == 8
+    assert len(followed.tail) == 0 and {"late", "later"} <= {h.id for h in hits}
+    assert "en-1" not in {h.id for h in hits} and reader.check() == []
+
+    monkeypatch.setattr(live_index, "MASK_LIMIT", 0)
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.delete(["en-2"])
+        writer.dense.save = lambda folder: None  # type: ignore[method-assign]  # keep the old graph
+    hits = reader.search("stock", k=4)
+    assert not isinstance(reader.dense.index, ViewedGraph) and not reader.dense.index.is_view
+    assert "en-2" not in {h.id for h in hits} and reader.check() == []
     reader.close()
 
 

@@ -313,7 +313,7 @@ class HNSWIndex:
         keys = as_ids(ids, unique=False)
         if keys.size == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        present = np.asarray(self._index.contains(keys.astype(np.uint64)), dtype=bool).reshape(-1)
+        present = self.contains(keys)
         if not present.all():
             raise ValueError(f"id {int(keys[~present][0])} is not in the index")
         out = self._index.get(keys.astype(np.uint64), dtype="f32")
@@ -326,6 +326,13 @@ class HNSWIndex:
         if isinstance(id, bool) or not isinstance(id, (int, np.integer)) or not 0 <= id <= _INT64_MAX:
             return False
         return bool(self._index.contains(int(id)))
+
+    def contains(self, ids: Any) -> np.ndarray:
+        """One bool per id in `ids`: whether the index holds it."""
+        keys = as_ids(ids, unique=False)
+        if keys.size == 0:
+            return np.zeros(0, dtype=bool)
+        return np.asarray(self._index.contains(keys.astype(np.uint64)), dtype=bool).reshape(-1)
 
     def ids(self) -> np.ndarray:
         """All ids in the index, ascending, as int64."""

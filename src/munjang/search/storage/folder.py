@@ -101,7 +101,10 @@ class FolderBackend:
         return lambda: DocumentStore(path, readonly=True)
 
     def dense_index(self, store: Any, config: dict[str, Any]) -> DenseIndex:
-        dense = DenseIndex(config["index"], config["dim"], config["metric"], config["model"], config["hnsw"])
+        kind, hnsw = config["index"], config["hnsw"]
+        dense = DenseIndex(
+            kind, config["dim"], config["metric"], config["model"], hnsw, follow=store.readonly
+        )
         dense.load(self.path)
         return dense
 

@@ -26,6 +26,9 @@ from .sqlite_store import DocumentStore
 
 # Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
 EXHAUSTIVE_LIMIT = 20_000
+# A reader masks at most this many of a viewed graph's labels (deleted since its save), each search
+# fetching that many more hits; past it, the reader reads the graph in and removes them.
+MASK_LIMIT = 1_000
 
 
 class VectorIndex(Protocol):
@@ -83,17 +86,21 @@ class DenseIndex:
     """The collection's vector index, exact or HNSW, saved in the folder under a name that carries
     the watermark it covers, and caught up from the store on open. A saved exact matrix is mapped
     (`MappedExactIndex`): a reader does not read every vector back from the store. A saved HNSW
-    graph is opened as a read-only memory-mapped view, read into memory only when the store has
-    moved past it (the first change to apply), so a reader of a settled collection opens in time
-    that does not grow with it."""
+    graph is opened as a read-only memory-mapped view. A writer reads it into memory at its first
+    change, to insert into it. A reader (`follow`) keeps the view and puts what changed since the
+    save beside it (`ViewedGraph`), moving to the writer's next saved graph when there is one; so a
+    reader opens and catches up in time that grows with the changes, not with the collection."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
     sql_filters = False  # filters arrive as a list of allowed labels
 
-    def __init__(self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any]) -> None:
+    def __init__(
+        self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any], follow: bool = False
+    ) -> None:
         if kind not in ("exact", "hnsw"):
             raise ValueError(f"unknown index kind {kind!r}; choose exact or hnsw")
         self.kind, self.dim, self.metric, self.model, self.hnsw = kind, dim, metric, model, hnsw
+        self.follow = follow
         self.index: Any = None
         self.watermark = Watermark()
         self.saved = Watermark()
@@ -122,6 +129,7 @@ class DenseIndex:
         self._viewed = None
         from ..index.ann import HNSWIndex
         from ..index.mapped_exact import MappedExactIndex
+        from ..index.viewed_graph import ViewedGraph
 
         for path in sorted(
             self._saved_files(folder),
@@ -130,7 +138,8 @@ class DenseIndex:
         ):
             try:
                 if self.kind == "hnsw":
-                    self.index = HNSWIndex.load(path, view=True)
+                    graph = HNSWIndex.load(path, view=True)
+                    self.index = ViewedGraph(graph) if self.follow else graph
                     self._viewed = path
                 else:
                     self.index = MappedExactIndex.load(path, self.dim, self.metric)
@@ -155,6 +164,7 @@ class DenseIndex:
                 self.load(viewed.parent)
                 continue
             self._viewed = None
+            self.watermark = self.saved
             return
         raise CollectionError("the dense index's files keep changing while being read; try again")
 
@@ -175,7 +185,11 @@ class DenseIndex:
         now = store.watermark()
         if now == self.watermark:
             return False
-        if self._viewed is not None:
+        if self._viewed is not None and self.follow:
+            self._follow_saves(self._viewed.parent)
+            if now == self.watermark:
+                return False
+        if self._viewed is not None and (not self.follow or self._too_far(now)):
             self._read_in()
             if now == self.watermark:
                 return False
@@ -183,6 +197,24 @@ class DenseIndex:
             store, self.index, self.watermark, lambda after: store.vectors_after(self.model, self.dim, after)
         )
         return True
+
+    def _follow_saves(self, folder: Path) -> None:
+        """Map the writer's newest saved graph when it is newer than the one viewed."""
+
+        def order(mark: Watermark) -> tuple[int, int]:
+            return mark.label, mark.deletion
+
+        newest = max(self._saved_files(folder), key=lambda p: order(self._mark(p)), default=None)
+        if newest is not None and newest != self._viewed and order(self._mark(newest)) > order(self.saved):
+            self.load(folder)
+
+    def _too_far(self, now: Watermark) -> bool:
+        """Whether the store has moved so far past the viewed graph that reading it into memory and
+        inserting the changes beats searching beside it: many masked labels make every graph search
+        fetch that many more hits, and a tail past a fifth of the graph makes every search scan it.
+        (A writer saves a new graph once the changes reach a tenth of the collection.)"""
+        added, deleted = now.label - self.saved.label, now.deletion - self.saved.deletion
+        return deleted > MASK_LIMIT or added > max(EXHAUSTIVE_LIMIT, len(self.index) // 5)
 
     def search(
         self, store: DocumentStore, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None

@@ -120,6 +120,7 @@ class DocumentStore:
 
     def __init__(self, path: Path, create: bool = False, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
         if not create and not path.is_file():
             raise CollectionError(f"{path.parent}: not a collection (no {path.name})")
         if not create and not readonly and not writable_media(path.parent):
