@@ -8,9 +8,10 @@ tokenizer: encoding costs little, so the storage and index costs show). After ea
 - the writer's first lexical and first hybrid search after the commit (what a server pays after
   each write);
 - a new reader process: open the collection and answer one hybrid search (what every CLI call,
-  worker or server replica pays), split into import, open, loading the query encoder (the model and
-  torch, whatever the size), loading Kiwi, and the first hybrid search (the indexes: mapped from the
-  files the writer saved, then caught up), and its peak RSS;
+  worker or server replica pays), split into import, open, loading the query encoder (the static
+  model's numpy twin, without torch; whatever the size), loading Kiwi, and the first hybrid search
+  (the indexes: mapped from the files the writer saved, with what changed since beside them), and
+  its peak RSS;
 - the size of the index files the folder backend keeps beside the database.
 
     python bench/collection_scale.py --batch 100000 --batches 10       # the 1M run of the scale issue
@@ -67,9 +68,9 @@ def passages(n: int, start: int, pool: list[str]) -> list[str]:
 
 def reader(where: str, backend: str | None) -> dict[str, Any]:
     """Open the collection in this (new) process and answer one hybrid search. Split: import, open,
-    loading the query encoder (the model, and torch: paid by any process that encodes, whatever the
-    collection's size), loading Kiwi (the same), then the first hybrid search itself (the indexes:
-    what could grow with the collection), and a second one."""
+    loading the query encoder (paid by any process that encodes queries, whatever the collection's
+    size), loading Kiwi (the same), then the first hybrid search itself (the indexes: what could
+    grow with the collection), and a second one."""
     cpu = [time.process_time()]
     started = time.perf_counter()
     from munjang.search import Collection
@@ -78,7 +79,9 @@ def reader(where: str, backend: str | None) -> dict[str, Any]:
     collection = Collection.open(where, backend=backend, readonly=True)
     opened = time.perf_counter()
     cpu.append(time.process_time())
-    collection.encoder.encode([QUERIES[3]])  # the model loads (and torch is imported)
+    # The query encoder loads: a static model's numpy twin, as a search would load it (a
+    # transformer model would load torch and the model here).
+    collection.query_encoder.encode([QUERIES[3]])
     encoder = time.perf_counter()
     cpu.append(time.process_time())
     collection.warm_up()  # Kiwi's model loads

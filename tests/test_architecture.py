@@ -24,8 +24,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
-    "version", "lazy_names", "errors", "paths", "atomic", "extras", "images", "devices", "bundled",
-    "similarity", "models", "hub", "modules", "formats", "inference", "encoder_backend", "encoder",
+    "version", "lazy_names", "errors", "json_files", "paths", "atomic", "extras", "images", "devices", "bundled",
+    "similarity", "models", "hub", "modules", "encoder_settings", "static_query_encoder", "formats", "inference", "encoder_backend", "encoder",
     "m3_encoder", "m3_views",
     "encode_pool", "remote", "embedder",
     "sparse_encoder",

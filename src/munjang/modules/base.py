@@ -3,7 +3,6 @@ feature dict and saves/loads its own config in its own folder (sentence-transfor
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,6 +11,8 @@ import torch
 from torch import nn
 
 from ..errors import CorruptModelError
+from ..json_files import read_json as read_json
+from ..json_files import write_json as write_json
 
 Features = dict[str, Any]
 
@@ -44,24 +45,6 @@ class Module(nn.Module, ABC):
     @abstractmethod
     def load(cls, path: str | Path, **kwargs: Any) -> Module:
         """Rebuild the module from what `save` wrote into `path`."""
-
-
-def read_json(path: Path) -> Any:
-    """Read a JSON object, naming the file when it is not valid JSON."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise CorruptModelError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    except UnicodeDecodeError as e:
-        raise CorruptModelError(f"{path}: not UTF-8 text") from e
-    return data
-
-
-def write_json(path: Path, data: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
 
 
 def load_safetensors_state(path: Path) -> dict[str, torch.Tensor]:

@@ -107,6 +107,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
         self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
         self._encoder = encoder if encoder is not None else encoders.get("dense")
+        self._query_encoder: Any = None
         self.pace: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}

@@ -25,6 +25,7 @@ class CollectionEncoding:
     chunking: ChunkingConfig
     pace: Callable[[], int | None] | None
     _encoder: Any
+    _query_encoder: Any
     _device: str | None
     _planner: PassagePlanner | None
 
@@ -40,7 +41,34 @@ class CollectionEncoding:
                 raise CollectionError(
                     f"{model} gives {dim}-d vectors; this collection holds {self.config['dim']}-d"
                 )
+            self._query_encoder = None  # the full encoder encodes queries from now on
         return self._encoder
+
+    @property
+    def query_encoder(self) -> Any:
+        """What encodes queries: the collection's encoder once loaded (or given); before that, for
+        a static model found locally, its numpy twin (`StaticQueryEncoder`, the same vectors), so a
+        process that only searches loads neither torch nor the model through it."""
+        if self._encoder is not None:
+            return self._encoder
+        if self._query_encoder is None:
+            self._query_encoder = self._static_query_encoder() or self.encoder
+        return self._query_encoder
+
+    def _static_query_encoder(self) -> Any:
+        from ...errors import MunjangError
+        from ...hub import resolve_model_path
+        from ...static_query_encoder import StaticQueryEncoder
+
+        model = self.config["model"]
+        try:
+            folder = resolve_model_path(None if model == "default" else model, local_files_only=True)
+            encoder = StaticQueryEncoder.load(folder)
+        except (MunjangError, OSError, ValueError):  # not found here: the full loader says why
+            return None
+        if encoder is None or encoder.get_embedding_dimension() != self.config["dim"]:
+            return None
+        return encoder
 
     def use_encoder(self, encoder: Any) -> None:
         """Encode with `encoder`, the collection's model already loaded elsewhere (a server's), in
@@ -58,9 +86,15 @@ class CollectionEncoding:
         return ImageFiles.of_collection(self.folder)
 
     def _encode(
-        self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
+        self,
+        texts: Sequence[str | Path],
+        prompt_name: str | None,
+        batch_size: int,
+        progress: bool,
+        queries: bool = False,
     ) -> np.ndarray:
-        vectors = self.encoder.encode(
+        encoder = self.query_encoder if queries else self.encoder
+        vectors = encoder.encode(
             list(texts),
             batch_size=batch_size,
             prompt_name=prompt_name,

@@ -56,7 +56,12 @@ class CollectionSearch:
     if TYPE_CHECKING:
 
         def _encode(
-            self, texts: Sequence[str | Path], prompt_name: str | None, batch_size: int, progress: bool
+            self,
+            texts: Sequence[str | Path],
+            prompt_name: str | None,
+            batch_size: int,
+            progress: bool,
+            queries: bool = False,
         ) -> np.ndarray: ...
 
         def _tokenizer(self) -> Any: ...
@@ -272,7 +277,7 @@ class CollectionSearch:
         self.dense.sync(self.store)
         if (allowed is not None and len(allowed) == 0) or not self.dense.index:  # empty: skip encoding
             return [[] for _ in queries]
-        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False)
+        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False, queries=True)
         labels, scores = self.dense.search(self.store, vectors, k, allowed, where)
         return [
             [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
