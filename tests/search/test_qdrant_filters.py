@@ -131,6 +131,12 @@ def test_metadata_changed_in_place_reaches_qdrants_filters(tmp_path: Path, encod
     for spec in ({"lang": "fr"}, {"lang": "ko"}, {"meta.author": "park"}, {"year": {"$lt": 2000}}):
         assert qdrant.dense.native_filter(spec) is not None
         _assert_same(folder, qdrant, spec)
+    log = "SELECT count(*), max(seq) FROM qdrant_metadata_log"
+    assert qdrant.store.conn.execute(log).fetchone() == (1, 6)  # pushed: only the mark is kept
+    for col in (folder, qdrant):
+        col.add(ids[6:8], texts[6:8], [{"lang": "de"}] * 2, on_conflict="upsert")
+    _assert_same(folder, qdrant, {"lang": "de"})
+    assert qdrant.store.conn.execute(log).fetchone() == (1, 8)
     with Collection.open("q", backend=qdrant_url(tmp_path), encoder=encoder, readonly=True) as reader:
         hits = reader.search("서울 날씨", k=12, mode="lexical", filter={"lang": "fr"})
         assert {h.id for h in hits} <= set(ids[:6]) and hits

@@ -136,6 +136,11 @@ class QdrantRecords(DocumentStore):
             return 0
         return int(row[0] or 0)
 
+    def prune_metadata_log(self, through: int) -> None:
+        """Forget the changes logged up to `through` (pushed to Qdrant), keeping that last entry so
+        `metadata_seq` stays where the push left it."""
+        self.conn.execute("DELETE FROM qdrant_metadata_log WHERE seq < ?", (through,))
+
     def metadata_updates_after(self, seq: int) -> dict[int, str]:
         """{label: metadata JSON} of the passages whose metadata changed after `seq`."""
         ids = [

@@ -60,6 +60,7 @@ class LogsMetadataUpdates(Protocol):
 
     def metadata_seq(self) -> int: ...
     def metadata_updates_after(self, seq: int) -> dict[int, str]: ...
+    def prune_metadata_log(self, through: int) -> None: ...
 
 
 class QdrantPoints:
@@ -160,6 +161,8 @@ class QdrantPoints:
                     state = {**state, **self._reweight(store, now)}
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
+            if moved and isinstance(store, LogsMetadataUpdates):
+                store.prune_metadata_log(logged)  # Qdrant holds these now: the log keeps only its mark
             return True
 
     def _update_metadata(self, updates: dict[int, str], push: _Push) -> None:
