@@ -27,6 +27,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=["folder", "postgres"], default="folder")
     parser.add_argument("--index", choices=["exact", "hnsw"], default="exact")
     parser.add_argument("--name", default="collection_scale")
+    parser.add_argument("--keep", action="store_true", help="keep the collection (its folder is printed)")
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -224,6 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     collection.close()
     if server is not None:
         server.cleanup()
+    if args.keep:
+        print(f"kept: {where}")
+    else:  # a 1M-passage folder is gigabytes
+        shutil.rmtree(work, ignore_errors=True)
     payload = {
         "backend": args.backend,
         "batch": args.batch,

@@ -45,6 +45,7 @@ from ..storage.base import (
     NewRow,
     ProvidesLexical,
     ReadOnlyError,
+    SavesTail,
     Store,
     text_hash,
 )
@@ -534,6 +535,8 @@ class Collection(CollectionSearch, CollectionEncoding):
         )
         if changed >= max(10_000, len(self.dense.index) // 10):
             self.backend.save_dense(self.dense)
+        elif isinstance(self.dense, SavesTail) and self.dense.tail_due():
+            self.backend.save_dense(self.dense, tail=True)  # what a new reader would read back
 
     def flush(self) -> None:
         """Save the HNSW graph now (an index kept by the database has nothing to save)."""

@@ -15,15 +15,17 @@ import numpy as np
 
 from .ann import HNSWIndex
 from .exact import ExactIndex
+from .mapped_exact import MappedExactIndex
 
 
 class ViewedGraph:
     """The add / remove / search / ids contract of `HNSWIndex`, over a read-only graph and a tail."""
 
-    def __init__(self, graph: HNSWIndex) -> None:
+    def __init__(self, graph: HNSWIndex, tail: ExactIndex | MappedExactIndex | None = None) -> None:
+        """`tail`: what was added since the graph's save, when a saved tail holds it."""
         self.graph = graph
         self.dim, self.metric = graph.dim, graph.metric
-        self.tail = ExactIndex(graph.dim, graph.metric)
+        self.tail = tail if tail is not None else ExactIndex(graph.dim, graph.metric)
         self._dead = np.zeros(0, dtype=np.int64)  # graph labels removed since the save, ascending
 
     @property

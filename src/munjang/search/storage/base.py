@@ -269,6 +269,15 @@ class HandsBackVectors(Protocol):
 
 
 @runtime_checkable
+class SavesTail(Protocol):
+    """A dense index that also saves, between whole saves, what was added since the last one
+    (`dense_tail.py`), so a new reader maps it instead of reading it back from the store."""
+
+    def tail_due(self) -> bool: ...
+    def save_tail(self, folder: Path) -> None: ...
+
+
+@runtime_checkable
 class KeepsExtraVectors(Protocol):
     """A backend whose collections can hold the vectors of extra retrievers: `keeps_vectors(name)`
     for "sparse" (SPLADE), "multi_vector" (ColBERT) and "m3" (bge-m3's three heads)."""
@@ -412,8 +421,9 @@ class Backend(Protocol):
         """One writer at a time across processes; readers never take it."""
         ...
 
-    def save_dense(self, dense: DenseSearch) -> None:
-        """Write what a `persistent` dense index keeps outside the store."""
+    def save_dense(self, dense: DenseSearch, tail: bool = False) -> None:
+        """Write what a `persistent` dense index keeps outside the store (`tail`: only what was
+        added since its last whole save, where it keeps such a file)."""
         ...
 
     def size_bytes(self, store: Store) -> int:

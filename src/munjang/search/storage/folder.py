@@ -122,9 +122,12 @@ class FolderBackend:
     def lexical_files(self) -> Path:
         return self.path / "lexical"
 
-    def save_dense(self, dense: Any) -> None:
+    def save_dense(self, dense: Any, tail: bool = False) -> None:
         try:
-            dense.save(self.path)
+            if tail:
+                dense.save_tail(self.path)
+            else:
+                dense.save(self.path)
         except OSError as e:
             raise storage_fault(e, self.location) or e from e
 

@@ -20,8 +20,11 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from ..index.exact import ExactIndex
+from ..index.exact import ExactIndex, _normalized
+from ..index.mapped_exact import MappedExactIndex
+from ..index.viewed_graph import ViewedGraph
 from .base import CollectionError, Watermark
+from .dense_tail import TAIL_EVERY, read_tail, write_tail
 from .sqlite_store import DocumentStore
 
 # Up to this many documents, a search that must rank all of them (or a filtered few) is exact.
@@ -104,6 +107,7 @@ class DenseIndex:
         self.index: Any = None
         self.watermark = Watermark()
         self.saved = Watermark()
+        self.tail_label = 0  # the store label the newest tail file reaches (`dense_tail.py`)
         self._viewed: Path | None = None  # the graph file `index` is a view of, while it is one
 
     @property
@@ -126,10 +130,9 @@ class DenseIndex:
         """The newest saved file of this kind whose name carries its watermark, else an empty index."""
         self.index = self._new()
         self.watermark = self.saved = Watermark()
+        self.tail_label = 0
         self._viewed = None
         from ..index.ann import HNSWIndex
-        from ..index.mapped_exact import MappedExactIndex
-        from ..index.viewed_graph import ViewedGraph
 
         for path in sorted(
             self._saved_files(folder),
@@ -146,7 +149,26 @@ class DenseIndex:
             except Exception:  # a damaged derived file is rebuilt from the store
                 continue
             self.watermark = self.saved = self._mark(path)
+            self._map_tail(path)
             return
+
+    def _map_tail(self, path: Path) -> None:
+        """Take the saved tail of index file `path` in place of reading those vectors from the
+        store: the watermark moves to the tail's label (deletions still replay from the file's).
+        A writer of an HNSW collection reads the graph in at its first change and replays from the
+        graph's own watermark, so it takes none."""
+        if self.kind == "hnsw" and not self.follow:
+            return
+        tail = read_tail(path, self.dim, self.metric)
+        if tail is None or tail[0] <= self.saved.label:
+            return
+        label, rows = tail
+        if self.kind == "hnsw":
+            self.index = ViewedGraph(self.index.graph, tail=rows)
+        else:
+            self.index.tail = rows
+        self.watermark = Watermark(label, self.saved.deletion)
+        self.tail_label = label
 
     def _read_in(self) -> None:
         """Replace the viewed graph by the same graph in memory, which can change. A writer that
@@ -261,6 +283,26 @@ class DenseIndex:
         subset.add(allowed, store.vectors_of(self.model, self.dim, allowed))
         return subset.search(vectors, k)
 
+    def tail_due(self) -> bool:
+        """Whether `TAIL_EVERY` passages were added since the last index or tail file."""
+        return self.watermark.label - max(self.saved.label, self.tail_label) >= TAIL_EVERY
+
+    def save_tail(self, folder: Path) -> None:
+        """Write what was added since the saved index file as its tail (`dense_tail.py`): nothing
+        before a first save, or while the index is still the saved file, unchanged."""
+        index_file = folder / f"dense-{self.saved.label}-{self.saved.deletion}.{self.suffix}"
+        if self._viewed is not None or not index_file.exists():
+            return
+        if isinstance(self.index, MappedExactIndex):
+            labels, vectors = self.index.tail.ids(), self.index.tail.vectors()
+        else:  # the writer's graph in memory
+            labels = self.index.ids()
+            labels = labels[labels > self.saved.label]
+            vectors = self.index.get_vectors(labels)
+            vectors = _normalized(vectors) if self.metric == "cosine" else vectors
+        write_tail(index_file, self.watermark.label, labels, vectors, self.metric)
+        self.tail_label = self.watermark.label
+
     def save(self, folder: Path) -> None:
         """Write the index (the HNSW graph, or the exact matrix) under a name that records its
         watermark, then drop older files.
@@ -283,6 +325,7 @@ class DenseIndex:
             MappedExactIndex.save(self.index, target)
             self.index = MappedExactIndex.load(target, self.dim, self.metric)  # the writer maps it too
         self.saved = mark
+        self.tail_label = mark.label
         for path in self._saved_files(folder):
             if path != target:
                 for extra in (path, *path.parent.glob(path.name + ".*")):

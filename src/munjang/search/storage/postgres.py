@@ -82,7 +82,7 @@ class PostgresBackend:
         with store.write_lock(timeout):
             yield
 
-    def save_dense(self, dense: Any) -> None:
+    def save_dense(self, dense: Any, tail: bool = False) -> None:
         """pgvector keeps its own index: nothing to write."""
 
     def size_bytes(self, store: Any) -> int:

@@ -305,7 +305,7 @@ class QdrantBackend:
         finally:
             self._lock.release()
 
-    def save_dense(self, dense: Any) -> None:
+    def save_dense(self, dense: Any, tail: bool = False) -> None:
         """Qdrant keeps its own state; the watermark is written with every push."""
 
     def size_bytes(self, store: Any) -> int:
