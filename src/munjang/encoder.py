@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from . import similarity as sim
 from .devices import resolve_device
 from .encoder_backend import BackendSelection, normalized
+from .encoder_settings import prompt_text
 from .formats import (
     SIMILARITY_FUNCTIONS,
     EncoderSettings,
@@ -240,15 +241,7 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         return embeddings
 
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
-        if prompt is not None:
-            return prompt
-        name = prompt_name if prompt_name is not None else self.default_prompt_name
-        if name is None:
-            return ""
-        if name not in self.prompts:
-            known = ", ".join(sorted(self.prompts)) or "none"
-            raise ValueError(f"unknown prompt name {name!r}; this model's prompts: {known}")
-        return self.prompts[name]
+        return prompt_text(self.prompts, self.default_prompt_name, prompt_name, prompt)
 
     def _prompt_length(self, prompt: str) -> int:
         """Tokens a prompt occupies at the start of an input (leading special token included)."""

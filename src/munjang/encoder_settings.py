@@ -11,7 +11,7 @@ from typing import Any
 from .errors import ModelLoadError
 from .json_files import read_json, write_json
 
-__all__ = ["SIMILARITY_FUNCTIONS", "EncoderSettings", "library_versions"]
+__all__ = ["SIMILARITY_FUNCTIONS", "EncoderSettings", "library_versions", "prompt_text"]
 
 SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
 
@@ -62,3 +62,19 @@ def library_versions() -> dict[str, str]:
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
             out[package] = "unknown"
     return out
+
+
+def prompt_text(
+    prompts: dict[str, str], default_prompt_name: str | None, prompt_name: str | None, prompt: str | None
+) -> str:
+    """The text to prepend: `prompt` as given, else the prompt named `prompt_name` (the default
+    prompt when None, none without one); ValueError naming the known prompts for an unknown name."""
+    if prompt is not None:
+        return prompt
+    name = prompt_name if prompt_name is not None else default_prompt_name
+    if name is None:
+        return ""
+    if name not in prompts:
+        known = ", ".join(sorted(prompts)) or "none"
+        raise ValueError(f"unknown prompt name {name!r}; this model's prompts: {known}")
+    return prompts[name]

@@ -21,6 +21,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .devices import resolve_device
+from .encoder_settings import prompt_text
 from .errors import InputTooLongError, ModelLoadError
 from .formats import EncoderSettings, is_cross_encoder_folder, read_modules, write_modules
 from .hub import resolve_model_path
@@ -140,16 +141,7 @@ class SparseEncoder(nn.Module):
         }
 
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
-        if prompt is not None:
-            return prompt
-        name = prompt_name if prompt_name is not None else self.default_prompt_name
-        if name is None:
-            return ""
-        if name not in self.prompts:
-            raise ValueError(
-                f"unknown prompt name {name!r}; this model's prompts: {', '.join(self.prompts) or 'none'}"
-            )
-        return self.prompts[name]
+        return prompt_text(self.prompts, self.default_prompt_name, prompt_name, prompt)
 
     # -- encoding ------------------------------------------------------------------------------
     def encode(

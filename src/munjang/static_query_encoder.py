@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .encoder_settings import EncoderSettings
+from .encoder_settings import EncoderSettings, prompt_text
 from .errors import ModelLoadError
 from .json_files import read_json
 from .modules.cached_word_ids import CachedWordIds
@@ -78,15 +78,7 @@ class StaticQueryEncoder:
         return int(self.weights.shape[1])
 
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
-        if prompt is not None:
-            return prompt
-        name = prompt_name if prompt_name is not None else self.default_prompt_name
-        if name is None:
-            return ""
-        if name not in self.prompts:
-            known = ", ".join(sorted(self.prompts)) or "none"
-            raise ValueError(f"unknown prompt name {name!r}; this model's prompts: {known}")
-        return self.prompts[name]
+        return prompt_text(self.prompts, self.default_prompt_name, prompt_name, prompt)
 
     def encode(
         self,

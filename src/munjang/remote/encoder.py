@@ -20,6 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import similarity as sim
+from ..encoder_settings import prompt_text
 from .cache import EmbeddingCache
 from .names import RemoteSpec, parse_remote_name
 from .transport import EmbeddingsAPI, RetryPolicy
@@ -235,15 +236,7 @@ class RemoteEncoder:
 
     # -- internals ---------------------------------------------------------------------------------
     def _prompt_text(self, prompt_name: str | None, prompt: str | None) -> str:
-        if prompt is not None:
-            return prompt
-        name = prompt_name if prompt_name is not None else self.default_prompt_name
-        if name is None:
-            return ""
-        if name not in self.prompts:
-            known = ", ".join(sorted(self.prompts)) or "none"
-            raise ValueError(f"unknown prompt name {name!r}; this remote model's prompts: {known}")
-        return self.prompts[name]
+        return prompt_text(self.prompts, self.default_prompt_name, prompt_name, prompt)
 
     def _vectors(self, inputs: list[str], max_inputs: int, max_tokens: int, progress: bool) -> np.ndarray:
         """The vectors of `inputs` (texts as sent): from the cache, else from the API, each distinct once."""
