@@ -102,6 +102,17 @@ def _normalized(x: np.ndarray) -> np.ndarray:
     return (x / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
 
 
+def merge_hits(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best `k` of several (labels, scores) hit sets of the same queries, per row: best first,
+    equal scores lower label first, padding (-1, -inf) last."""
+    labels = np.concatenate([p[0] for p in parts], axis=1)
+    scores = np.concatenate([p[1] for p in parts], axis=1)
+    if not len(labels):
+        return labels[:, :k], scores[:, :k]
+    order = np.stack([np.lexsort((labels[i], -scores[i]))[:k] for i in range(len(labels))])
+    return np.take_along_axis(labels, order, 1), np.take_along_axis(scores, order, 1)
+
+
 def _merge(best: tuple[Any, Any] | None, new: tuple[Any, Any], k: int, lib: Any) -> tuple[Any, Any]:
     """Merge two (values, columns) top-k sets; `best` holds lower columns, so a stable sort on
     -value keeps equal scores in column order."""

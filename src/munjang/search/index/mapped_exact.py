@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .array_file import read_arrays, write_arrays
-from .exact import ExactIndex, _normalized, top_k_exact
+from .exact import ExactIndex, _normalized, merge_hits, top_k_exact
 
 
 class MappedExactIndex:
@@ -132,9 +132,4 @@ class MappedExactIndex:
                 base_labels[i, : len(keep)] = labels[rows_found[i, keep]]
                 base_scores[i, : len(keep)] = scores[i, keep]
         # Best first, equal scores lower label first (padding, -inf, last).
-        all_labels = np.concatenate([base_labels, tail_labels], axis=1)
-        all_scores = np.concatenate([base_scores, tail_scores], axis=1)
-        order = np.zeros((len(query), k), dtype=np.int64)
-        for i in range(len(query)):
-            order[i] = np.lexsort((all_labels[i], -all_scores[i]))[:k]
-        return np.take_along_axis(all_labels, order, 1), np.take_along_axis(all_scores, order, 1)
+        return merge_hits([(base_labels, base_scores), (tail_labels, tail_scores)], k)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .ann import HNSWIndex
-from .exact import ExactIndex
+from .exact import ExactIndex, merge_hits
 from .mapped_exact import MappedExactIndex
 
 
@@ -73,11 +73,7 @@ class ViewedGraph:
             masked = np.isin(graph_labels, self._dead)
             graph_labels = np.where(masked, -1, graph_labels)
             graph_scores = np.where(masked, -np.inf, graph_scores).astype(np.float32)
-        tail_labels, tail_scores = self.tail.search(query, k)
-        labels = np.concatenate([graph_labels, tail_labels], axis=1)
-        scores = np.concatenate([graph_scores, tail_scores], axis=1)
-        order = np.stack([np.lexsort((labels[i], -scores[i]))[:k] for i in range(len(query))])
-        return np.take_along_axis(labels, order, 1), np.take_along_axis(scores, order, 1)
+        return merge_hits([(graph_labels, graph_scores), self.tail.search(query, k)], k)
 
     def ids(self) -> np.ndarray:
         """The labels held, ascending."""

@@ -134,11 +134,7 @@ class DenseIndex:
         self._viewed = None
         from ..index.ann import HNSWIndex
 
-        for path in sorted(
-            self._saved_files(folder),
-            key=lambda p: (self._mark(p).label, self._mark(p).deletion),
-            reverse=True,
-        ):
+        for path in self._saved_files(folder):
             try:
                 if self.kind == "hnsw":
                     graph = HNSWIndex.load(path, view=True)
@@ -191,9 +187,15 @@ class DenseIndex:
         raise CollectionError("the dense index's files keep changing while being read; try again")
 
     def _saved_files(self, folder: Path) -> list[Path]:
-        return [
+        """This kind's saved index files, newest watermark first."""
+        files = [
             p for p in folder.iterdir() if (m := self.FILE.fullmatch(p.name)) and m.group(3) == self.suffix
         ]
+        return sorted(files, key=lambda p: self._order(self._mark(p)), reverse=True)
+
+    @staticmethod
+    def _order(mark: Watermark) -> tuple[int, int]:
+        return mark.label, mark.deletion
 
     def _mark(self, path: Path) -> Watermark:
         match = self.FILE.fullmatch(path.name)
@@ -223,11 +225,12 @@ class DenseIndex:
     def _follow_saves(self, folder: Path) -> None:
         """Map the writer's newest saved graph when it is newer than the one viewed."""
 
-        def order(mark: Watermark) -> tuple[int, int]:
-            return mark.label, mark.deletion
-
-        newest = max(self._saved_files(folder), key=lambda p: order(self._mark(p)), default=None)
-        if newest is not None and newest != self._viewed and order(self._mark(newest)) > order(self.saved):
+        newest = next(iter(self._saved_files(folder)), None)
+        if (
+            newest is not None
+            and newest != self._viewed
+            and self._order(self._mark(newest)) > self._order(self.saved)
+        ):
             self.load(folder)
 
     def _too_far(self, now: Watermark) -> bool:
