@@ -1,6 +1,6 @@
 """A viewed graph with changes beside it answers as an index holding the changed vectors: a saved
-HNSW graph (small, so its search is exhaustive), mapped, then added to, removed from (in the graph
-and in the tail), replaced, with tied scores; the file is never written."""
+HNSW index of three segments (small, so their search is exhaustive), mapped, then added to,
+removed from (in the graph and in the tail), replaced, with tied scores; no file is ever written."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.search.index.ann import HNSWIndex
 from munjang.search.index.exact import ExactIndex
+from munjang.search.index.segmented_graph import SegmentedGraph
 from munjang.search.index.viewed_graph import ViewedGraph
 
 
@@ -21,12 +21,15 @@ def test_a_viewed_graph_with_changes_answers_as_exact(tmp_path: Path, metric: st
     vectors = rng.standard_normal((200, dim)).astype(np.float32)
     vectors[50:55] = vectors[40]  # tied scores: the lower label first
     labels = np.arange(1, 201, dtype=np.int64) * 3
-    graph = HNSWIndex(dim, metric=metric, connectivity=64, expansion_add=512, expansion_search=512, threads=1)
+    hnsw = {"connectivity": 64, "expansion_add": 512, "expansion_search": 512, "threads": 1}
+    graph = SegmentedGraph(dim, metric, segment_size=70, **hnsw)
     graph.add(labels, vectors)
     graph.save(tmp_path / "g.hnsw")
-    before = (tmp_path / "g.hnsw").read_bytes()
-    viewed = ViewedGraph(HNSWIndex.load(tmp_path / "g.hnsw", view=True))
-    viewed.graph.expansion_search = 512
+    files = sorted(tmp_path.glob("g.hnsw*"))
+    assert [f.name for f in files] == ["g.hnsw", "g.hnsw.seg-1", "g.hnsw.seg-2"]
+    before = [f.read_bytes() for f in files]
+    viewed = ViewedGraph(SegmentedGraph.load(tmp_path / "g.hnsw", view=True))
+    assert viewed.graph.is_view and [len(s) for s in viewed.graph.segments] == [70, 70, 60]
     reference = ExactIndex(dim, metric)
     reference.add(labels, vectors)
 
@@ -60,4 +63,4 @@ def test_a_viewed_graph_with_changes_answers_as_exact(tmp_path: Path, metric: st
     np.testing.assert_allclose(viewed.get_vectors([9]), reference.vectors()[reference.ids() == 9], rtol=1e-6)
     with pytest.raises(ValueError, match="not in the index"):
         viewed.get_vectors([3])
-    assert (tmp_path / "g.hnsw").read_bytes() == before
+    assert [f.read_bytes() for f in files] == before and viewed.graph.is_view

@@ -346,6 +346,14 @@ class HNSWIndex:
         """
         return int(self._index.memory_usage)
 
+    def copy(self) -> HNSWIndex:
+        """An editable in-memory copy (of a view too: it is copied from the mapping, not the file)."""
+        other = HNSWIndex(**self.get_config_dict(), threads=self.threads)
+        other._index = self._index.copy()
+        other._index.expansion_add = self.expansion_add  # type: ignore[misc]
+        other._index.expansion_search = self._expansion_search  # type: ignore[misc]
+        return other
+
     def get_config_dict(self) -> dict[str, Any]:
         """The constructor arguments that define the index (threads excepted), as stored in saved files."""
         return {

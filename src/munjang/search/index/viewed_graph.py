@@ -1,6 +1,6 @@
 """An HNSW graph mapped read-only from its file, plus what was changed since, without editing it.
 
-A reader of a collection maps the writer's last saved graph (`HNSWIndex.load(view=True)`). Passages
+A reader of a collection maps the writer's last saved graph (`SegmentedGraph.load(view=True)`). Passages
 added after that save go to an in-memory `ExactIndex` (the tail: the writer saves a new graph once
 the changes reach a tenth of the collection, so the tail stays a bounded share of it); labels removed
 since are masked and the graph is asked for that many more hits. So a reader answers without reading
@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from .ann import HNSWIndex
 from .exact import ExactIndex, merge_hits
 from .mapped_exact import MappedExactIndex
+from .segmented_graph import SegmentedGraph
 
 
 class ViewedGraph:
-    """The add / remove / search / ids contract of `HNSWIndex`, over a read-only graph and a tail."""
+    """The add / remove / search / ids contract of `HNSWIndex`, over read-only graphs and a tail."""
 
-    def __init__(self, graph: HNSWIndex, tail: ExactIndex | MappedExactIndex | None = None) -> None:
+    def __init__(self, graph: SegmentedGraph, tail: ExactIndex | MappedExactIndex | None = None) -> None:
         """`tail`: what was added since the graph's save, when a saved tail holds it."""
         self.graph = graph
         self.dim, self.metric = graph.dim, graph.metric

@@ -22,8 +22,9 @@ import numpy as np
 
 from ..index.exact import ExactIndex, _normalized
 from ..index.mapped_exact import MappedExactIndex
+from ..index.segmented_graph import SegmentedGraph
 from ..index.viewed_graph import ViewedGraph
-from .base import CollectionError, Watermark
+from .base import Watermark
 from .dense_tail import TAIL_EVERY, read_tail, write_tail
 from .sqlite_store import DocumentStore
 
@@ -89,10 +90,11 @@ class DenseIndex:
     """The collection's vector index, exact or HNSW, saved in the folder under a name that carries
     the watermark it covers, and caught up from the store on open. A saved exact matrix is mapped
     (`MappedExactIndex`): a reader does not read every vector back from the store. A saved HNSW
-    graph is opened as a read-only memory-mapped view. A writer reads it into memory at its first
-    change, to insert into it. A reader (`follow`) keeps the view and puts what changed since the
-    save beside it (`ViewedGraph`), moving to the writer's next saved graph when there is one; so a
-    reader opens and catches up in time that grows with the changes, not with the collection."""
+    index (graphs of bounded size, `SegmentedGraph`) is opened as read-only memory-mapped views; a
+    writer copies a segment into memory only when it changes one (adds go to the newest). A reader
+    (`follow`) keeps the views and puts what changed since the save beside them (`ViewedGraph`),
+    moving to the writer's next save when there is one; so a reader opens and catches up in time
+    that grows with the changes, not with the collection."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
     sql_filters = False  # filters arrive as a list of allowed labels
@@ -108,7 +110,7 @@ class DenseIndex:
         self.watermark = Watermark()
         self.saved = Watermark()
         self.tail_label = 0  # the store label the newest tail file reaches (`dense_tail.py`)
-        self._viewed: Path | None = None  # the graph file `index` is a view of, while it is one
+        self._viewed: Path | None = None  # a reader's: the graph file its ViewedGraph maps
 
     @property
     def persistent(self) -> bool:
@@ -122,31 +124,37 @@ class DenseIndex:
     def _new(self) -> Any:
         if self.kind == "exact":
             return ExactIndex(self.dim, self.metric)
-        from ..index.ann import HNSWIndex
-
-        return HNSWIndex(self.dim, metric=self.metric, **self.hnsw)
+        return SegmentedGraph(self.dim, self.metric, **self.hnsw)
 
     def load(self, folder: Path) -> None:
-        """The newest saved file of this kind whose name carries its watermark, else an empty index."""
+        """The newest saved file of this kind whose name carries its watermark, else an empty index.
+        A file removed while being opened (the writer saved a newer one) sends it back to the list."""
         self.index = self._new()
         self.watermark = self.saved = Watermark()
         self.tail_label = 0
         self._viewed = None
-        from ..index.ann import HNSWIndex
+        for _ in range(3):
+            for path in self._saved_files(folder):
+                try:
+                    self._open(path)
+                except FileNotFoundError:
+                    break
+                except Exception:  # a damaged derived file is rebuilt from the store
+                    continue
+                self.watermark = self.saved = self._mark(path)
+                self._map_tail(path)
+                return
+            else:
+                return
 
-        for path in self._saved_files(folder):
-            try:
-                if self.kind == "hnsw":
-                    graph = HNSWIndex.load(path, view=True)
-                    self.index = ViewedGraph(graph) if self.follow else graph
-                    self._viewed = path
-                else:
-                    self.index = MappedExactIndex.load(path, self.dim, self.metric)
-            except Exception:  # a damaged derived file is rebuilt from the store
-                continue
-            self.watermark = self.saved = self._mark(path)
-            self._map_tail(path)
+    def _open(self, path: Path) -> None:
+        if self.kind == "exact":
+            self.index = MappedExactIndex.load(path, self.dim, self.metric)
             return
+        options = {k: v for k, v in self.hnsw.items() if k in ("segment_size", "threads")}
+        graph = SegmentedGraph.load(path, view=True, **options)
+        self.index = ViewedGraph(graph) if self.follow else graph
+        self._viewed = path if self.follow else None
 
     def _map_tail(self, path: Path) -> None:
         """Take the saved tail of index file `path` in place of reading those vectors from the
@@ -165,26 +173,6 @@ class DenseIndex:
             self.index.tail = rows
         self.watermark = Watermark(label, self.saved.deletion)
         self.tail_label = label
-
-    def _read_in(self) -> None:
-        """Replace the viewed graph by the same graph in memory, which can change. A writer that
-        saved a newer graph since has removed the viewed file (the view still maps it): then the
-        newest file is opened instead, and read in."""
-        from ..index.ann import HNSWIndex
-
-        for _ in range(3):
-            viewed = self._viewed
-            if viewed is None:
-                return
-            try:
-                self.index = HNSWIndex.load(viewed)
-            except (OSError, ValueError):
-                self.load(viewed.parent)
-                continue
-            self._viewed = None
-            self.watermark = self.saved
-            return
-        raise CollectionError("the dense index's files keep changing while being read; try again")
 
     def _saved_files(self, folder: Path) -> list[Path]:
         """This kind's saved index files, newest watermark first."""
@@ -209,14 +197,12 @@ class DenseIndex:
         now = store.watermark()
         if now == self.watermark:
             return False
-        if self._viewed is not None and self.follow:
+        if self._viewed is not None:  # a reader beside the saved graph
             self._follow_saves(self._viewed.parent)
             if now == self.watermark:
                 return False
-        if self._viewed is not None and (not self.follow or self._too_far(now)):
-            self._read_in()
-            if now == self.watermark:
-                return False
+            if self._too_far(now):  # edit the graph itself, copying in the segments that change
+                self.index, self._viewed, self.watermark = self.index.graph, None, self.saved
         self.watermark = replay(
             store, self.index, self.watermark, lambda after: store.vectors_after(self.model, self.dim, after)
         )
@@ -294,7 +280,7 @@ class DenseIndex:
         """Write what was added since the saved index file as its tail (`dense_tail.py`): nothing
         before a first save, or while the index is still the saved file, unchanged."""
         index_file = folder / f"dense-{self.saved.label}-{self.saved.deletion}.{self.suffix}"
-        if self._viewed is not None or not index_file.exists():
+        if self.follow or not index_file.exists():
             return
         if isinstance(self.index, MappedExactIndex):
             labels, vectors = self.index.tail.ids(), self.index.tail.vectors()
@@ -319,6 +305,9 @@ class DenseIndex:
         # so no other save is running and any such file is stale.
         for stale in folder.glob(".dense-*.tmp*"):
             stale.unlink(missing_ok=True)
+        for segment in folder.glob("dense-*.seg-*"):  # a save killed before its first segment
+            if not (folder / segment.name.split(".seg-")[0]).exists():
+                segment.unlink(missing_ok=True)
         target = folder / f"dense-{mark.label}-{mark.deletion}.{self.suffix}"
         if self.kind == "hnsw":
             self.index.save(target)

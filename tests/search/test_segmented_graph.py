@@ -1,0 +1,136 @@
+"""An HNSW index kept as graphs of bounded size: it answers as one index (exact search as the
+reference, on graphs small enough to be searched exhaustively), a save writes only the segments that
+changed (the others are links to the files already there), views are copied in only when edited,
+and a collection built on it (writer, reader, a save killed midway) finds every passage."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from munjang.search import Collection
+from munjang.search.index.ann import HNSWIndex
+from munjang.search.index.exact import ExactIndex
+from munjang.search.index.segmented_graph import SegmentedGraph, segment_file
+
+HNSW = {"connectivity": 64, "expansion_add": 512, "expansion_search": 512, "threads": 1}
+
+
+def _agree(graph: SegmentedGraph, reference: ExactIndex, queries: np.ndarray, k: int) -> None:
+    want, got = reference.search(queries, k), graph.search(queries, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
+    assert len(graph) == len(reference)
+    np.testing.assert_array_equal(graph.ids(), reference.ids())
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_segments_fill_in_turn_and_answer_as_one_index(metric: str) -> None:
+    rng = np.random.default_rng(1)
+    graph, reference = SegmentedGraph(8, metric, segment_size=40, **HNSW), ExactIndex(8, metric)
+    vectors = rng.standard_normal((130, 8)).astype(np.float32)
+    for start in range(0, 130, 25):  # batches that straddle segment ends
+        labels = np.arange(start, min(start + 25, 130))
+        graph.add(labels, vectors[labels])
+        reference.add(labels, vectors[labels])
+    assert [len(s) for s in graph.segments] == [40, 40, 40, 10]
+    queries = np.concatenate([rng.standard_normal((3, 8)), vectors[[5, 77]]]).astype(np.float32)
+    _agree(graph, reference, queries, 12)
+    replaced = rng.standard_normal((2, 8)).astype(np.float32)
+    for index in (graph, reference):  # labels of the first segment given new vectors
+        index.add([3, 4], replaced)
+        assert index.remove([10, 90, 5000]) == 2
+    assert [len(s) for s in graph.segments] == [37, 40, 39, 12] and 10 not in graph and 3 in graph
+    _agree(graph, reference, queries, 12)
+    np.testing.assert_allclose(graph.get_vectors([3, 100]), np.stack([replaced[0], vectors[100]]), rtol=1e-6)
+    with pytest.raises(ValueError, match="not in the index"):
+        graph.get_vectors([10])
+    with pytest.raises(ValueError, match="segment_size"):
+        SegmentedGraph(8, metric, segment_size=0)
+
+
+def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(2)
+    vectors = rng.standard_normal((100, 8)).astype(np.float32)
+    graph, reference = SegmentedGraph(8, segment_size=30, **HNSW), ExactIndex(8, "cosine")
+    for index in (graph, reference):
+        index.add(np.arange(100), vectors)
+    first = tmp_path / "dense-100-0.hnsw"
+    graph.save(first)
+    files = [segment_file(first, n) for n in range(4)]
+    assert sorted(tmp_path.iterdir()) == sorted(files)
+    before = [f.read_bytes() for f in files]
+
+    mapped = SegmentedGraph.load(first, view=True, segment_size=30)
+    assert mapped.is_view and [len(s) for s in mapped.segments] == [30, 30, 30, 10]
+    _agree(mapped, reference, vectors[:4], 7)
+    extra = rng.standard_normal((5, 8)).astype(np.float32)
+    for index in (mapped, reference):
+        index.add(np.arange(100, 105), extra)  # into the last segment only
+        index.remove([40])  # from the second
+    assert [s.is_view for s in mapped.segments] == [True, False, True, False]
+    _agree(mapped, reference, np.concatenate([vectors[:3], extra[:1]]), 7)
+    assert [f.read_bytes() for f in files] == before  # the mapped files are never written
+
+    second = tmp_path / "dense-105-1.hnsw"
+    mapped.save(second)
+    again = [segment_file(second, n) for n in range(4)]
+    same_file = [os.stat(a).st_ino == os.stat(b).st_ino for a, b in zip(files, again, strict=True)]
+    assert same_file == [True, False, True, False]  # unchanged segments linked, changed ones written
+    for old in files:
+        old.unlink()  # as the collection drops the older save
+    _agree(SegmentedGraph.load(second, segment_size=30), reference, vectors[:4], 7)
+    assert mapped.segments[0].is_view and len(mapped.search(vectors[:1], 3)[0][0]) == 3  # still mapped
+
+    load = HNSWIndex.load
+
+    def removed_meanwhile(path: Path, **kw: object) -> HNSWIndex:
+        if path.name.endswith(".seg-2"):
+            second.unlink()  # a writer's newer save removed the graph while it was being opened
+        return load(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HNSWIndex, "load", removed_meanwhile)
+    with pytest.raises(FileNotFoundError, match="replaced while it was being opened"):
+        SegmentedGraph.load(second, view=True)
+
+
+def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp_path: Path, encoder) -> None:
+    texts = [f"passage {i} about {'music' if i % 2 else 'markets'} and topic {i % 7}" for i in range(23)]
+    ids = [f"p{i}" for i in range(23)]
+    exact = Collection.create(tmp_path / "exact", encoder=encoder)
+    exact.add(ids, texts)
+    folder = tmp_path / "seg"
+    with Collection.create(folder, encoder=encoder, index="hnsw", hnsw={**HNSW, "segment_size": 5}) as c:
+        c.add(ids[:12], texts[:12])
+        c.add(ids[12:], texts[12:])
+    saved = sorted(p.name for p in folder.glob("dense-*"))
+    assert saved == ["dense-23-0.hnsw"] + [f"dense-23-0.hnsw.seg-{n}" for n in range(1, 5)]
+    inode = os.stat(folder / "dense-23-0.hnsw").st_ino
+    reader = Collection.open(folder, encoder=encoder, readonly=True)
+
+    def same(col: Collection) -> None:
+        for query in ("music topic 3", "markets"):
+            got = [(h.id, round(h.score, 4)) for h in col.search(query, k=8, mode="dense")]
+            want = [(h.id, round(h.score, 4)) for h in exact.search(query, k=8, mode="dense")]
+            assert got == want
+
+    same(reader)
+    with Collection.open(folder, encoder=encoder) as writer:
+        writer.add(["late"], ["a late passage about music"])
+        exact.add(["late"], ["a late passage about music"])
+        orphan = folder / "dense-99-0.hnsw.seg-1"
+        orphan.write_bytes(b"left by a save killed before its first segment")
+        same(writer)
+    assert not orphan.exists()
+    assert os.stat(folder / "dense-24-0.hnsw").st_ino == inode  # the first segment was linked
+    assert not (folder / "dense-23-0.hnsw").exists()
+    same(reader)
+    with Collection.open(folder, encoder=encoder) as writer:
+        assert writer.check() == [] and writer.dense.index.is_view
+    reader.close()
+    exact.close()
