@@ -47,8 +47,8 @@ def test_pulled_e5_is_the_reference_converters_folder(e5_path: Path, reference_e
         assert tensor.dtype == theirs[name].dtype and np.array_equal(tensor, theirs[name]), name
     for name in ("config.json", "tokenizer.json", "modules.json", "config_sentence_transformers.json"):
         assert (e5_path / name).read_bytes() == (reference_e5 / name).read_bytes(), name
-    sentences = korean_sentences(data_dir, 1000)
-    assert len(sentences) == 1000
+    sentences = korean_sentences(data_dir, 64)  # equal files encode equally: a spot check, not a sweep
+    assert len(sentences) == 64
     a = munjang.load_encoder(e5_path, device="cpu").encode(sentences, prompt_name="query", batch_size=64)
     b = munjang.load_encoder(reference_e5, device="cpu").encode(sentences, prompt_name="query", batch_size=64)
     assert float(np.abs(a - b).max()) <= 1e-5
