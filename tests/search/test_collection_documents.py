@@ -270,3 +270,37 @@ def test_late_chunking_refuses_a_model_that_does_not_mean_pool(tmp_path: Path) -
         col.add(["long"], [LONG])
     assert len(col) == 0
     col.close()
+
+
+def test_a_search_reads_the_documents_of_its_best_hits_not_of_every_candidate(
+    tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))]
+    col = Collection.create(tmp_path / "c", encoder=encoder, chunking=SMALL)
+    col.add([f"d{i}" for i in range(len(texts))], texts)
+    pool = len(col.store.labels_matching(*col_filter(col, {})))
+    read: list[int] = []
+    documents = col.store.documents
+
+    def counted(labels: list[int]) -> dict:
+        read.append(len(labels))
+        return documents(labels)
+
+    def read_everything(self: Collection, ranked: list, need: int, grouped: bool, aggregate: str) -> tuple:
+        docs = documents([label for label, _, _ in ranked])
+        return [r for r in ranked if r[0] in docs], docs
+
+    for mode, unit, aggregate in [
+        ("hybrid", "document", "max"), ("dense", "document", "max"), ("lexical", "passage", "max"),
+        ("hybrid", "document", "sum"),
+    ]:  # fmt: skip
+        read.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(col.store, "documents", counted)
+            got = col.search("제주도 한라산", k=2, mode=mode, unit=unit, aggregate=aggregate)
+        with monkeypatch.context() as patch:
+            patch.setattr(Collection, "_head", read_everything)
+            want = col.search("제주도 한라산", k=2, mode=mode, unit=unit, aggregate=aggregate)
+        assert [(h.id, h.score, h.text) for h in got] == [(h.id, h.score, h.text) for h in want]
+        assert len(got) == 2 and (sum(read) == pool if aggregate == "sum" else sum(read) < pool / 2)
+    col.close()

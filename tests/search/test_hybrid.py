@@ -67,3 +67,52 @@ def test_bad_input_is_named() -> None:
         normalize_scores([1.0], "l2")
     with pytest.raises(ValueError, match="finite"):
         normalize_scores([float("nan")])
+
+
+def _reference(lists: list, method: str, weights: list[float], normalization: str) -> list[tuple]:
+    """The formulas key by key (the module docstring), for random lists with many ties."""
+    keys = list(dict.fromkeys(key for ranked in lists for key, _ in ranked))
+    rank = [{key: r for r, (key, _) in enumerate(ranked, start=1)} for ranked in lists]
+    raw = [dict(ranked) for ranked in lists]
+    if method == "rrf":
+        score = {
+            d: sum(w / (60.0 + rk[d]) for w, rk in zip(weights, rank, strict=True) if d in rk) for d in keys
+        }
+    else:
+        norm = [normalize_scores([s for _, s in ranked], normalization) for ranked in lists]
+        floors = [float(n.min()) if n.size else 0.0 for n in norm]
+        values = [
+            {key: float(v) for (key, _), v in zip(r, n, strict=True)}
+            for r, n in zip(lists, norm, strict=True)
+        ]
+        score = {
+            d: sum(w * v.get(d, f) for w, v, f in zip(weights, values, floors, strict=True)) for d in keys
+        }
+
+    def best(d: object) -> tuple[int, int]:
+        return min((rk[d], i) for i, rk in enumerate(rank) if d in rk)
+
+    order = sorted(keys, key=lambda d: (-score[d], *best(d)))
+    return [(d, score[d], tuple(rk.get(d) for rk in rank), tuple(r.get(d) for r in raw)) for d in order]
+
+
+def test_fusion_equals_the_formulas_key_by_key_with_ties() -> None:
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        lists = []
+        for _ in range(int(rng.integers(1, 4))):
+            keys = rng.choice(40, int(rng.integers(0, 30)), replace=False)
+            scores = np.sort(
+                rng.integers(0, 5, len(keys)).astype(float) if trial % 2 else rng.random(len(keys))
+            )
+            lists.append(
+                [
+                    (f"k{k}" if trial % 3 else int(k), float(s))
+                    for k, s in zip(keys, scores[::-1], strict=True)
+                ]
+            )
+        weights = [float(w) for w in rng.random(len(lists)) + 0.01]
+        for method, normalization in [("rrf", "none"), ("weighted", "minmax"), ("weighted", "zscore")]:
+            got = fuse(lists, method=method, weights=weights, normalization=normalization)
+            want = _reference(lists, method, weights, normalization)
+            assert [(h.key, h.score, h.ranks, h.scores) for h in got] == want

@@ -312,9 +312,7 @@ class CollectionSearch:
         grouped: bool,
         aggregate: str,
     ) -> list[SearchHit]:
-        docs = self.store.documents([label for label, _, _ in ranked])
-        # A label the index still had but the database no longer has was deleted meanwhile.
-        ranked = [r for r in ranked if r[0] in docs]
+        ranked, docs = self._head(ranked, rerank_k if rerank is not None else k, grouped, aggregate)
         if grouped:
             ranked = by_document(ranked, docs, aggregate)
         if rerank is not None and ranked:
@@ -327,6 +325,24 @@ class CollectionSearch:
                 for h in order
             ]
         return [hit(docs[label], score, stages) for label, score, stages in ranked[:k]]
+
+    def _head(
+        self, ranked: Ranked, need: int, grouped: bool, aggregate: str
+    ) -> tuple[Ranked, dict[int, Document]]:
+        """The best of `ranked` that still exist, with their documents, read best first in growing
+        rounds until `need` hits are found (`grouped`: `need` documents; summing over a document's
+        passages reads them all): a search of 10 hits reads about 10 rows, not the whole pool of
+        candidates (4 per candidate when passages are grouped). A label the index still had but the
+        store no longer has was deleted meanwhile, and is dropped."""
+        docs: dict[int, Document] = {}
+        end, step = 0, len(ranked) if grouped and aggregate == "sum" else max(2 * need, 32)
+        while end < len(ranked):
+            docs.update(self.store.documents([label for label, _, _ in ranked[end : end + step]]))
+            end, step = end + step, 2 * step
+            found = [docs[label].id for label, _, _ in ranked[:end] if label in docs]
+            if len(set(found) if grouped else found) >= need:
+                break
+        return [r for r in ranked[:end] if r[0] in docs], docs
 
     def _cross_encoder(self, rerank: Any) -> Any:
         if not isinstance(rerank, (str, os.PathLike)):

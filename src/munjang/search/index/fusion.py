@@ -20,6 +20,7 @@ the lists were given, so the fusion is deterministic.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -59,50 +60,48 @@ def check_weights(n_lists: int, weights: Sequence[float] | None) -> list[float]:
     return values
 
 
-def _positions(results: Sequence[Ranked]) -> tuple[dict[Hashable, list[int | None]], dict[Hashable, int]]:
-    """Per key: its 1-based rank in each list; and a tie-break position (interleaved by rank)."""
-    ranks: dict[Hashable, list[int | None]] = {}
-    order: dict[Hashable, int] = {}
-    for i, ranked in enumerate(results):
-        seen: set[Hashable] = set()
-        for rank, (key, _) in enumerate(ranked, start=1):
-            if key in seen:
-                raise ValueError(f"result list {i} contains {key!r} twice")
-            seen.add(key)
-            ranks.setdefault(key, [None] * len(results))[i] = rank
-    depth = max((len(r) for r in results), default=0)
-    for rank in range(depth):
-        for ranked in results:
-            if rank < len(ranked):
-                order.setdefault(ranked[rank][0], len(order))
-    return ranks, order
+class _Table:
+    """The lists as arrays over their keys (each key once): its 1-based rank in each list (0 where
+    the list lacks it) and the raw scores, so fusion is arithmetic on columns, not a dict per key."""
 
+    def __init__(self, results: Sequence[Ranked]) -> None:
+        index: dict[Hashable, int] = {}
+        rows: list[np.ndarray] = []
+        for i, ranked in enumerate(results):
+            keys = [key for key, _ in ranked]
+            found = np.fromiter((index.setdefault(key, len(index)) for key in keys), np.int64, len(keys))
+            if len(np.unique(found)) != len(found):
+                counts = Counter(keys)
+                twice = next(key for key in keys if counts[key] > 1)
+                raise ValueError(f"result list {i} contains {twice!r} twice")
+            rows.append(found)
+        self.keys = list(index)
+        self.rows = rows
+        self.ranks = np.zeros((len(index), len(results)), dtype=np.int64)
+        self.raw = np.full((len(index), len(results)), np.nan)
+        for i, (found, ranked) in enumerate(zip(rows, results, strict=True)):
+            self.ranks[found, i] = np.arange(1, len(found) + 1)
+            self.raw[found, i] = [float(score) for _, score in ranked]
 
-def _finish(
-    fused: dict[Hashable, float],
-    results: Sequence[Ranked],
-    ranks: dict[Hashable, list[int | None]],
-    order: dict[Hashable, int],
-    top_k: int | None,
-) -> list[FusedHit]:
-    raw = [dict(r) for r in results]
-    keys = sorted(
-        fused,
-        key=lambda d: (-fused[d], min(r for r in ranks[d] if r is not None), order[d]),
-    )
-    if top_k is not None:
-        if top_k < 1:
+    def finish(self, fused: np.ndarray, top_k: int | None) -> list[FusedHit]:
+        """Best first: by fused score, then the key's best rank in any list, then the first list
+        that gives it that rank (the order in which the lists were given)."""
+        if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be at least 1, not {top_k}")
-        keys = keys[:top_k]
-    return [
-        FusedHit(
-            key=d,
-            score=fused[d],
-            ranks=tuple(ranks[d]),
-            scores=tuple(float(r[d]) if d in r else None for r in raw),
-        )
-        for d in keys
-    ]
+        if not self.keys:
+            return []
+        present = np.where(self.ranks > 0, self.ranks, np.iinfo(np.int64).max)
+        order = np.lexsort((present.argmin(axis=1), present.min(axis=1), -fused))[:top_k]
+        ranks, raw, scores = self.ranks[order].tolist(), self.raw[order].tolist(), fused[order].tolist()
+        return [
+            FusedHit(
+                key=self.keys[d],
+                score=scores[j],
+                ranks=tuple(r or None for r in ranks[j]),
+                scores=tuple(None if s != s else s for s in raw[j]),  # NaN: the list lacks it
+            )
+            for j, d in enumerate(order.tolist())
+        ]
 
 
 def reciprocal_rank_fusion(
@@ -115,12 +114,12 @@ def reciprocal_rank_fusion(
     if k < 0:
         raise ValueError(f"the RRF constant k must be non-negative, not {k}")
     w = check_weights(len(results), weights)
-    ranks, order = _positions(results)
-    fused = {
-        key: sum(w[i] / (k + rank) for i, rank in enumerate(key_ranks) if rank is not None)
-        for key, key_ranks in ranks.items()
-    }
-    return _finish(fused, results, ranks, order, top_k)
+    table = _Table(results)
+    fused = np.zeros(len(table.keys))
+    for i in range(len(results)):  # summed list by list, as Σ_i reads
+        ranks = table.ranks[:, i]
+        fused = fused + np.where(ranks > 0, w[i] / (k + ranks), 0.0)
+    return table.finish(fused, top_k)
 
 
 def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "minmax") -> np.ndarray:
@@ -151,15 +150,14 @@ def weighted_fusion(
 ) -> list[FusedHit]:
     """Fuse lists by the weighted sum of their normalized scores (see the module docstring)."""
     w = check_weights(len(results), weights)
-    ranks, order = _positions(results)
-    normalized: list[dict[Hashable, float]] = []
-    floors: list[float] = []
-    for ranked in results:
+    table = _Table(results)
+    fused = np.zeros(len(table.keys))
+    for i, ranked in enumerate(results):  # summed list by list, as Σ_i reads
         values = normalize_scores([s for _, s in ranked], normalization)
-        normalized.append({key: float(v) for (key, _), v in zip(ranked, values, strict=True)})
-        floors.append(float(values.min()) if values.size else 0.0)
-    fused = {key: sum(w[i] * normalized[i].get(key, floors[i]) for i in range(len(results))) for key in ranks}
-    return _finish(fused, results, ranks, order, top_k)
+        column = np.full(len(table.keys), float(values.min()) if values.size else 0.0)
+        column[table.rows[i]] = values
+        fused = fused + w[i] * column
+    return table.finish(fused, top_k)
 
 
 def fuse(
