@@ -377,7 +377,7 @@ class PostgresStore:
             labels = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             vectors = np.zeros((len(rows), dim), dtype=np.float32)
             for i, row in enumerate(rows):
-                vectors[i] = row[1].to_numpy() if hasattr(row[1], "to_numpy") else row[1]
+                vectors[i] = _as_array(row[1])
             yield labels, vectors
             after = int(labels[-1])
 
@@ -390,7 +390,7 @@ class PostgresStore:
             ([int(x) for x in labels],),
         ).fetchall()
         for label, vector in rows:
-            out[position[int(label)]] = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+            out[position[int(label)]] = _as_array(vector)
         return out
 
     def tokens_of(self, labels: Sequence[int]) -> dict[int, list[str]]:
@@ -544,3 +544,9 @@ class PostgresStore:
             (self.schema,),
         ).fetchone()
         return int(row[0])
+
+
+def _as_array(vector: Any) -> np.ndarray:
+    """A stored embedding as numpy: pgvector's psycopg loader gives a `Vector` (0.3 and later) or,
+    in the older releases `pgvector>=0.2` admits, a numpy array."""
+    return vector if isinstance(vector, np.ndarray) else np.asarray(vector.to_numpy(), dtype=np.float32)
