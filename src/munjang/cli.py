@@ -500,8 +500,10 @@ def info(
     elif is_cross_encoder_folder(folder := resolve_model_path(model)):
         details = _load_cross_encoder(str(folder), "cpu").describe()
     else:
+        from .encoder_backend import BackendSelection
+
         encoder = _load(model, "cpu")
-        details = encoder.info() if hasattr(encoder, "info") else encoder.describe()
+        details = encoder.info() if isinstance(encoder, BackendSelection) else encoder.describe()
     if as_json:
         typer.echo(json.dumps(details, indent=2, ensure_ascii=False))
         return

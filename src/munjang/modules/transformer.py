@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 from torch import nn
 
 from ..errors import CorruptModelError, InputTooLongError, ModelLoadError
@@ -187,7 +188,7 @@ class Transformer(Module):
             pairs = None if pairs is None else [t.lower() for t in pairs]
         rust = getattr(self.tokenizer, "_tokenizer", None)
         with self._tokenizer_lock:  # fast tokenizers are not safe to reconfigure from several threads
-            if rust is not None and hasattr(rust, "encode_batch"):
+            if isinstance(rust, Tokenizer):
                 return self._rust_token_ids(rust, texts, pairs, truncate)
             enc = self.tokenizer(
                 texts,

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from tokenizers import Tokenizer
 
 from ..encoder import SentenceEncoder
 from .batcher import DynamicBatcher, QueueFullError
@@ -35,7 +36,7 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
         items = list(raw)
     check_count(items, "input", settings.max_inputs_per_request)
     tokenizer = encoder.tokenizer  # a transformers tokenizer, or a static model's tokenizers.Tokenizer
-    vocab = tokenizer.get_vocab_size() if hasattr(tokenizer, "get_vocab_size") else len(tokenizer)
+    vocab = tokenizer.get_vocab_size() if isinstance(tokenizer, Tokenizer) else len(tokenizer)
     texts: list[str] = []
     for i, item in enumerate(items):
         param = "input" if isinstance(raw, str) or items[0] is raw else f"input[{i}]"

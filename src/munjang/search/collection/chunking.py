@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..index.tokenizers import contains_hangul, shared_kiwi
 
@@ -297,6 +297,14 @@ class Chunker:
         return pieces
 
 
+@runtime_checkable
+class WrapsFastTokenizer(Protocol):
+    """A transformers fast tokenizer: a `tokenizers.Tokenizer` inside (`backend_tokenizer`)."""
+
+    @property
+    def backend_tokenizer(self) -> Any: ...
+
+
 def token_counter(tokenizer: Any) -> CountTokens:
     """count_tokens for a Hugging Face tokenizer (transformers PreTrainedTokenizerFast or a
     `tokenizers.Tokenizer`): token counts without special tokens, batched.
@@ -305,11 +313,12 @@ def token_counter(tokenizer: Any) -> CountTokens:
     vocabulary: make one counter per tokenizer), so that a truncating encode elsewhere, which changes
     the shared tokenizer's state, never makes a count come out short.
     """
-    is_backend = hasattr(tokenizer, "encode_batch")
-    backend = tokenizer if is_backend else getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        from tokenizers import Tokenizer
+    from tokenizers import Tokenizer
 
+    backend = tokenizer if isinstance(tokenizer, Tokenizer) else None
+    if isinstance(tokenizer, WrapsFastTokenizer):
+        backend = tokenizer.backend_tokenizer
+    if backend is not None:
         plain = Tokenizer.from_str(backend.to_str())
         plain.no_truncation()
         plain.no_padding()

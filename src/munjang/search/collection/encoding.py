@@ -13,7 +13,7 @@ import numpy as np
 
 from ..storage.base import CollectionError
 from .image_files import ImageFiles
-from .passages import ChunkingConfig, Passage, PassagePlanner
+from .passages import ChunkingConfig, CountsTokens, Passage, PassagePlanner
 from .sections import Section
 
 
@@ -153,7 +153,7 @@ class CollectionEncoding:
         """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
         `max_seq_length`) gets each document whole, as it would encode it."""
         encoder = self.encoder
-        if not hasattr(encoder, "tokenizer") or not hasattr(encoder, "max_seq_length"):
+        if not isinstance(encoder, CountsTokens):
             return [[Passage(0, 0, len(t), t, t)] for t in texts]
         if self._planner is None:
             name = self.config["document_prompt_name"]

@@ -12,7 +12,7 @@ Pooling, optionally Normalize: e5, MiniLM, most SBERT models) can be late-chunke
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,7 +32,7 @@ class Span(Protocol):
 
 def check_late_chunking(encoder: Any) -> None:
     """Refuse encoders whose vectors are not a mean of token embeddings."""
-    modules = [type(m).__name__ for m in encoder] if hasattr(encoder, "__iter__") else []
+    modules = [type(m).__name__ for m in encoder] if isinstance(encoder, Iterable) else []
     pooling = getattr(encoder, "pooling", None)
     modes = tuple(getattr(pooling, "modes", ()))
     if modules[:2] != ["Transformer", "Pooling"] or set(modules[2:]) - {"Normalize"} or modes != ("mean",):

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..storage.base import text_hash
 from .chunking import Chunker, line_spans, token_counter
@@ -166,12 +166,21 @@ def title_of(metadata: Mapping[str, Any] | None, config: ChunkingConfig) -> str 
     return value.strip() or None if isinstance(value, str) else None
 
 
-class PassagePlanner:
-    """Splits documents into passages that fit an encoder's window (and the configured budget).
-    The encoder must expose its `tokenizer` and `max_seq_length`, as sentence-transformers models and
-    munjang's encoders do."""
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An encoder whose window can be counted in tokens, as sentence-transformers models and
+    munjang's encoders can; one without (a remote API) encodes each document whole."""
 
-    def __init__(self, encoder: Any, config: ChunkingConfig, prompt: str = "") -> None:
+    tokenizer: Any
+
+    @property
+    def max_seq_length(self) -> int: ...
+
+
+class PassagePlanner:
+    """Splits documents into passages that fit an encoder's window (and the configured budget)."""
+
+    def __init__(self, encoder: CountsTokens, config: ChunkingConfig, prompt: str = "") -> None:
         if config.late:
             from .late_chunking import check_late_chunking
 
