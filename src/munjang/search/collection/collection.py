@@ -112,6 +112,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         self.pace: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
+        self._beside = None
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
         own = None  # BM25 answered by the backend itself, where it can
@@ -290,6 +291,8 @@ class Collection(CollectionSearch, CollectionEncoding):
         except CollectionNotFoundError:
             pass
         finally:
+            if self._beside is not None:
+                self._beside.shutdown()
             self.store.close()
 
     def __enter__(self) -> Collection:

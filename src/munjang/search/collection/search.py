@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,6 +23,7 @@ from ..storage.base import (
     FiltersLexicalNatively,
     FiltersNatively,
     LexicalSearch,
+    SearchesApart,
     Store,
 )
 from ..storage.filters import compile_filter
@@ -52,6 +54,7 @@ class CollectionSearch:
     config: dict[str, Any]
     _device: str | None
     _cross_encoders: dict[str, Any]
+    _beside: ThreadPoolExecutor | None  # the thread a dense index searching apart runs on
 
     if TYPE_CHECKING:
 
@@ -160,10 +163,7 @@ class CollectionSearch:
                 allowed = self.store.labels_matching(*where)
         shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
         with self.m3.shared() if shared else nullcontext():
-            runs = {
-                name: self._retrieve(name, queries, fetch, allowed, where, batch_size, natives.get(name))
-                for name in names
-            }
+            runs = self._retrieve_all(names, queries, fetch, allowed, where, batch_size, natives, not shared)
             m3_queries = self.m3.encode(queries) if mode == "m3" else None
         results: list[list[SearchHit]] = []
         for i, q in enumerate(queries):
@@ -201,6 +201,44 @@ class CollectionSearch:
             return [mode]
         return ["dense", "lexical", *self.extras]
 
+    def _retrieve_all(
+        self,
+        names: list[str],
+        queries: list[str],
+        k: int,
+        allowed: np.ndarray | None,
+        where: tuple[str, list[Any]] | None,
+        batch_size: int,
+        natives: dict[str, Any],
+        may_part: bool,
+    ) -> dict[str, list[list[tuple[int, float]]]]:
+        """Every retriever's top-k per query, by name. A dense index that searches apart
+        (`SearchesApart`: a database's, on a second connection) runs on this collection's second
+        thread while the others run on this one, so their waits on the database overlap."""
+        twin = None
+        if may_part and "dense" in names and len(names) > 1 and isinstance(self.dense, SearchesApart):
+            twin = self.dense.apart()
+        if twin is None:
+            return {
+                name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
+                for name in names
+            }
+        if self._beside is None:
+            self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")
+        args = (queries, k, allowed, where, batch_size, natives.get("dense"), twin)
+        pending = self._beside.submit(self._retrieve, "dense", *args)
+        try:
+            runs = {
+                name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
+                for name in names
+                if name != "dense"
+            }
+        except BaseException:
+            wait([pending])  # its connection is free again before the error leaves the search
+            raise
+        runs["dense"] = pending.result()
+        return {name: runs[name] for name in names}
+
     def _retrieve(
         self,
         name: str,
@@ -210,13 +248,15 @@ class CollectionSearch:
         where: tuple[str, list[Any]] | None,
         batch_size: int,
         native: Any = None,
+        dense: DenseSearch | None = None,
     ) -> list[list[tuple[int, float]]]:
         """One retriever's top-k (label, score) per query; `native`: the filter compiled for its
-        engine (`FiltersNatively`), used instead of `allowed` / `where`."""
+        engine (`FiltersNatively`), used instead of `allowed` / `where`; `dense`: the dense index to
+        ask (default: the collection's)."""
         if name == "dense":
             if native is not None:
-                return self._dense_search(queries, k, None, native, batch_size)
-            return self._dense_search(queries, k, allowed, where, batch_size)
+                return self._dense_search(queries, k, None, native, batch_size, dense)
+            return self._dense_search(queries, k, allowed, where, batch_size, dense)
         if name == "lexical":
             if native is not None and isinstance(self.lexical, FiltersLexicalNatively):
                 self.lexical.sync(self.store)
@@ -273,12 +313,14 @@ class CollectionSearch:
         allowed: np.ndarray | None,
         where: tuple[str, list[Any]] | None,
         batch_size: int,
+        dense: DenseSearch | None = None,
     ) -> list[list[tuple[int, float]]]:
-        self.dense.sync(self.store)
-        if (allowed is not None and len(allowed) == 0) or not self.dense.index:  # empty: skip encoding
+        dense = self.dense if dense is None else dense
+        dense.sync(self.store)
+        if (allowed is not None and len(allowed) == 0) or not dense.index:  # empty: skip encoding
             return [[] for _ in queries]
         vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False, queries=True)
-        labels, scores = self.dense.search(self.store, vectors, k, allowed, where)
+        labels, scores = dense.search(self.store, vectors, k, allowed, where)
         return [
             [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
             for row_l, row_s in zip(labels, scores, strict=True)

@@ -380,6 +380,17 @@ class DenseSearch(Protocol):
     ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
+@runtime_checkable
+class SearchesApart(Protocol):
+    """A dense index that can search on a connection of its own (a database's), holding nothing in
+    process: a hybrid search runs it on a second thread while the other retrievers run on this one,
+    so the two waits on the database overlap and the search takes the longer, not their sum."""
+
+    def apart(self) -> DenseSearch | None:
+        """The index on its own connection, or None when it must not run apart now."""
+        ...
+
+
 class Backend(Protocol):
     """Where one collection lives, and how to reach it."""
 

@@ -73,6 +73,7 @@ class PostgresStore:
         self.schema = f"munjang_{name}"
         self.path = f"{redact(url)} (collection {name})"
         self.conn = connect(url)
+        self._beside: Any = None  # a second connection for searches run beside this one's (`beside`)
         self._in_transaction = False
         self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
@@ -216,7 +217,22 @@ class PostgresStore:
         self._postings = None
 
     def close(self) -> None:
+        if self._beside is not None:
+            self._beside.close()
         self.conn.close()
+
+    def beside(self) -> Any:
+        """A second connection to the database, opened at first use, for the dense search that a
+        hybrid search runs on another thread while BM25 runs on `conn`: both wait on PostgreSQL at
+        once. It reads committed data as `conn` does outside a transaction (`in_transaction`)."""
+        if self._beside is None:
+            self._beside = connect(self.url)
+        return self._beside
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a write transaction is open on `conn` (whose uncommitted rows only it sees)."""
+        return self._in_transaction
 
     # -- configuration ---------------------------------------------------------------------------
     def get_meta(self) -> dict[str, Any]:
