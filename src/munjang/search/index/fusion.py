@@ -118,7 +118,8 @@ def reciprocal_rank_fusion(
     fused = np.zeros(len(table.keys))
     for i in range(len(results)):  # summed list by list, as Σ_i reads
         ranks = table.ranks[:, i]
-        fused = fused + np.where(ranks > 0, w[i] / (k + ranks), 0.0)
+        # absent (rank 0) contributes 0; max(rank, 1) keeps k = 0 from dividing by zero there
+        fused = fused + np.where(ranks > 0, w[i] / (k + np.maximum(ranks, 1)), 0.0)
     return table.finish(fused, top_k)
 
 
