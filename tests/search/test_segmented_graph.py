@@ -6,6 +6,8 @@ and a collection built on it (writer, reader, a save killed midway) finds every 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,45 @@ def test_segments_fill_in_turn_and_answer_as_one_index(metric: str) -> None:
         graph.get_vectors([10])
     with pytest.raises(ValueError, match="segment_size"):
         SegmentedGraph(8, metric, segment_size=0)
+
+
+def test_one_query_searches_its_segments_side_by_side_and_a_forked_child_still_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(4)
+    graph, reference = SegmentedGraph(8, segment_size=30, **HNSW), ExactIndex(8, "cosine")
+    vectors = rng.standard_normal((100, 8)).astype(np.float32)
+    graph.add(np.arange(100), vectors)
+    reference.add(np.arange(100), vectors)
+    threads: list[str] = []
+    search = HNSWIndex.search
+
+    def spy(self: HNSWIndex, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        threads.append(threading.current_thread().name)
+        return search(self, queries, k)
+
+    monkeypatch.setattr(HNSWIndex, "search", spy)
+    queries = rng.standard_normal((3, 8)).astype(np.float32)
+    for query in (queries[0], queries[:1]):  # one query, 1-D or one row: on the pool
+        threads.clear()
+        _agree(graph, reference, query if query.ndim == 2 else query[None], 7)
+        assert len(threads) == 4 and all(t.startswith("munjang-segments") for t in threads)
+    threads.clear()
+    _agree(graph, reference, queries, 7)  # a batch: segment by segment on this thread
+    assert threads == [threading.current_thread().name] * 4
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the pool's threads do not exist here; a search must not wait on them
+        signal.alarm(30)  # a child left waiting dies, and the assertion below fails
+        found = graph.search(queries[0], 7)[0][0]
+        os.write(write, found.astype(np.int64).tobytes())
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    got = np.frombuffer(os.read(read, 1024), dtype=np.int64)
+    os.close(read)
+    assert status == 0
+    np.testing.assert_array_equal(got, reference.search(queries[:1], 7)[0][0])
 
 
 def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited(

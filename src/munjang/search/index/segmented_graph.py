@@ -11,12 +11,17 @@ links its file under the new name, so a save writes what changed, not what the c
 A segment read from a file is a read-only memory-mapped view until something changes in it; then it
 is copied into memory (from the mapping, so a file replaced meanwhile does not matter). A writer
 that only adds so copies in the newest segment alone.
+
+One query searches its segments on a shared pool of threads, one per core (usearch releases the
+interpreter lock while it walks a graph), so a query's latency grows with the segments divided by
+the cores. A batch of queries searches segment by segment: usearch spreads a batch over the cores.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,31 @@ from .exact import merge_hits
 # second 100,000 costs twice the first, the sixth three times; 2**17 keeps inserts near the cheap
 # end while a million passages need 8 graph searches per query.
 SEGMENT_SIZE = 131_072
+
+_pool: ThreadPoolExecutor | None = None  # searches the segments of one query side by side
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks on this OS
+        return max(1, os.cpu_count() or 1)
+
+
+def _searches() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_cores(), thread_name_prefix="munjang-segments")
+    return _pool
+
+
+def _forget_pool() -> None:
+    """A forked child has the pool object but not its threads: it starts its own."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def segment_file(path: Path, number: int) -> Path:
@@ -119,12 +149,15 @@ class SegmentedGraph:
 
     def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(labels (q, k) int64 padded with -1, scores (q, k) float32), best first: each segment's
-        best k, merged (equal scores lower label first)."""
-        parts = [s.search(queries, k) for s in self.segments if len(s)]
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return self.segments[0].search(queries, k)
+        best k, merged (equal scores lower label first). One query's segments are searched side by
+        side on the shared pool; a batch's one after another, each spread over the cores by usearch."""
+        live = [s for s in self.segments if len(s)]
+        if len(live) <= 1:
+            return (live or self.segments)[0].search(queries, k)
+        if np.ndim(queries) == 1 or len(queries) == 1:
+            parts = list(_searches().map(lambda segment: segment.search(queries, k), live))
+        else:
+            parts = [segment.search(queries, k) for segment in live]
         return merge_hits(parts, k)
 
     def get_vectors(self, ids: Any) -> np.ndarray:
