@@ -1,4 +1,5 @@
-"""Korean (and one English) sentences from which the passage and document tests build long texts."""
+"""Korean (and one English) sentences from which the passage and document tests build long texts, and
+short Korean documents of three kinds for the tests of several processes or connections."""
 
 from __future__ import annotations
 
@@ -17,3 +18,13 @@ SENTENCES = [
 def numbered(times: int) -> str:
     """The sentences repeated `times` times, each numbered so that no two windows of it read alike."""
     return " ".join(f"{n}번. {s}" for n, s in enumerate(SENTENCES * times))
+
+
+# Short Korean documents with a "kind" to filter on: id -> (text, metadata).
+BY_KIND = {
+    "apple": ("사과는 빨갛고 달콤한 과일이다", {"kind": "fruit"}),
+    "pear": ("배는 시원하고 물이 많은 과일이다", {"kind": "fruit"}),
+    "stock": ("주식 시장이 오늘 크게 떨어졌다", {"kind": "news"}),
+    "weather": ("내일은 전국이 맑고 따뜻하겠습니다", {"kind": "news"}),
+    "cat": ("고양이가 소파 위에서 낮잠을 잔다", {"kind": "pet"}),
+}

@@ -11,15 +11,9 @@ import pytest
 
 from munjang.search.collection.collection import Collection
 from munjang.search.storage.base import SearchesApart
+from tests.helpers.documents import BY_KIND
 
-DOCS = {
-    "apple": ("사과는 빨갛고 달콤한 과일이다", {"kind": "fruit"}),
-    "pear": ("배는 시원하고 물이 많은 과일이다", {"kind": "fruit"}),
-    "stock": ("주식 시장이 오늘 크게 떨어졌다", {"kind": "news"}),
-    "weather": ("내일은 전국이 맑고 따뜻하겠습니다", {"kind": "news"}),
-    "cat": ("고양이가 소파 위에서 낮잠을 잔다", {"kind": "pet"}),
-    "dog": ("강아지가 공원에서 공을 쫓는다", {"kind": "pet"}),
-}
+DOCS = {**BY_KIND, "dog": ("강아지가 공원에서 공을 쫓는다", {"kind": "pet"})}
 ASKS: list[tuple[str, dict[str, Any] | None]] = [
     ("과일", None),
     ("고양이 낮잠", None),

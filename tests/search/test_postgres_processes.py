@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from munjang.search.collection.collection import Collection
+from tests.helpers.documents import BY_KIND
 from tests.helpers.sparse import munjang_splade
 
 # A reader process: opens the collection read-only, then answers one JSON request per line.
@@ -31,13 +32,7 @@ for line in sys.stdin:
     print(json.dumps([[h.id, round(h.score, 5)] for h in hits]), flush=True)
 """
 
-DOCS = {
-    "apple": ("사과는 빨갛고 달콤한 과일이다", {"kind": "fruit"}),
-    "pear": ("배는 시원하고 물이 많은 과일이다", {"kind": "fruit"}),
-    "stock": ("주식 시장이 오늘 크게 떨어졌다", {"kind": "news"}),
-    "weather": ("내일은 전국이 맑고 따뜻하겠습니다", {"kind": "news"}),
-    "cat": ("고양이가 소파 위에서 낮잠을 잔다", {"kind": "pet"}),
-}
+DOCS = BY_KIND
 # Words of the tiny SPLADE model's vocabulary: its random weights leave no passage without one of them.
 MANY = "the cat sat on the mat in the rain sun car road dog"
 QUERIES = [
