@@ -5,11 +5,13 @@ other connection, never inside a write transaction, and an error on either side 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from munjang.search.collection.collection import Collection
+from munjang.search.storage import postgres_store
 from munjang.search.storage.base import SearchesApart
 from tests.helpers.documents import BY_KIND
 
@@ -61,6 +63,28 @@ def test_the_dense_query_runs_on_a_second_thread_and_connection_with_the_same_re
     alone = _results(collection)
     assert together == alone
     assert all(hits for hits in alone)
+
+
+def test_threads_searching_at_once_share_one_second_connection_and_answer_alike(
+    collection: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = _results(collection)
+    store = collection.store
+    monkeypatch.setattr(store, "_beside", None)  # as just opened: every thread races to open it
+    opened: list[Any] = []
+    connect = postgres_store.connect
+
+    def counted(url: str) -> Any:
+        opened.append(url)
+        return connect(url)
+
+    monkeypatch.setattr(postgres_store, "connect", counted)
+    monkeypatch.setattr(collection.dense, "_twin", None)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: _results(collection), range(12)))
+    assert all(answer == want for answer in answers)
+    assert len(opened) == 1
+    store._beside.close()  # type: ignore[attr-defined]
 
 
 def test_no_dense_search_runs_apart_inside_a_write_transaction(collection: Collection) -> None:

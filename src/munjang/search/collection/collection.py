@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         self.pace: Callable[[], int | None] | None = None
         self._device = device
         self._cross_encoders: dict[str, Any] = {}
-        self._beside = None
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")  # no thread until used
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
         own = None  # BM25 answered by the backend itself, where it can
@@ -291,8 +292,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         except CollectionNotFoundError:
             pass
         finally:
-            if self._beside is not None:
-                self._beside.shutdown()
+            self._beside.shutdown()
             self.store.close()
 
     def __enter__(self) -> Collection:

@@ -54,7 +54,7 @@ class CollectionSearch:
     config: dict[str, Any]
     _device: str | None
     _cross_encoders: dict[str, Any]
-    _beside: ThreadPoolExecutor | None  # the thread a dense index searching apart runs on
+    _beside: ThreadPoolExecutor  # the one thread a dense index searching apart runs on (started at first use)
 
     if TYPE_CHECKING:
 
@@ -223,8 +223,6 @@ class CollectionSearch:
                 name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
                 for name in names
             }
-        if self._beside is None:
-            self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")
         args = (queries, k, allowed, where, batch_size, natives.get("dense"), twin)
         pending = self._beside.submit(self._retrieve, "dense", *args)
         try:

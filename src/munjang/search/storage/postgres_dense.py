@@ -9,6 +9,7 @@ larger-is-better, as everywhere in munjang: cosine similarity (1 - `<=>`) or the
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ class PostgresDense:
         self.index = self
         self.watermark = self.saved = Watermark()
         self._twin: PostgresDense | None = None
+        self._twin_lock = threading.Lock()
 
     def apart(self) -> PostgresDense | None:
         """This index searching on the store's second connection (`PostgresStore.beside`), for a
@@ -45,9 +47,10 @@ class PostgresDense:
         transaction, whose uncommitted rows only the first connection sees."""
         if self.store.in_transaction:
             return None
-        if self._twin is None:
-            self._twin = PostgresDense(self.store, self.config, self.store.beside())
-        return self._twin
+        with self._twin_lock:
+            if self._twin is None:
+                self._twin = PostgresDense(self.store, self.config, self.store.beside())
+            return self._twin
 
     def sync(self, store: Any) -> bool:
         return False

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -74,6 +75,7 @@ class PostgresStore:
         self.path = f"{redact(url)} (collection {name})"
         self.conn = connect(url)
         self._beside: Any = None  # a second connection for searches run beside this one's (`beside`)
+        self._beside_lock = threading.Lock()  # server threads may ask for it at once
         self._in_transaction = False
         self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
@@ -225,9 +227,10 @@ class PostgresStore:
         """A second connection to the database, opened at first use, for the dense search that a
         hybrid search runs on another thread while BM25 runs on `conn`: both wait on PostgreSQL at
         once. It reads committed data as `conn` does outside a transaction (`in_transaction`)."""
-        if self._beside is None:
-            self._beside = connect(self.url)
-        return self._beside
+        with self._beside_lock:
+            if self._beside is None:
+                self._beside = connect(self.url)
+            return self._beside
 
     @property
     def in_transaction(self) -> bool:
