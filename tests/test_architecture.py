@@ -24,14 +24,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
-    "version", "lazy_names", "errors", "json_files", "paths", "atomic", "extras", "images", "devices",
-    "bundled", "similarity", "models", "hub", "modules", "encoder_settings", "static_query_encoder",
-    "formats", "inference", "encoder_backend", "encoder", "m3_encoder", "m3_views", "encode_pool", "remote",
-    "embedder", "sparse_encoder", "multi_vector", "losses", "data", "search.index", "evaluation",
-    "cross_encoder", "search.storage", "search.collection", "search", "ingest", "applications",
-    "distributed", "training", "demo", "client", "integrations", "server", "cli_options", "cli_models",
-    "cli_index_text", "cli_index", "cli_collections", "cli_apps", "cli_topics", "cli_serve", "cli_train",
-    "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
+    "version", "lazy_names", "errors", "json_files", "paths", "atomic", "cores", "extras", "images",
+    "devices", "bundled", "similarity", "models", "hub", "modules", "encoder_settings",
+    "static_query_encoder", "formats", "inference", "encoder_backend", "encoder", "m3_encoder", "m3_views",
+    "encode_pool", "remote", "embedder", "sparse_encoder", "multi_vector", "losses", "data", "search.index",
+    "evaluation", "cross_encoder", "search.storage", "search.collection", "search", "ingest",
+    "applications", "distributed", "training", "demo", "client", "integrations", "server", "cli_options",
+    "cli_models", "cli_index_text", "cli_index", "cli_collections", "cli_apps", "cli_topics", "cli_serve",
+    "cli_train", "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
 ]  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from .inference.hardware import usable_cores
+from .cores import usable_cores
 from .inference.memory import release_freed_memory as release_memory
 
 _WORKER: dict[str, Any] = {}

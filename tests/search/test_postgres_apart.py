@@ -50,7 +50,7 @@ def test_the_dense_query_runs_on_a_second_thread_and_connection_with_the_same_re
     search = twin.search
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append((threading.current_thread().name, twin.conn))
+        seen.append((threading.current_thread().name, twin.store.conn))
         return search(*args, **kwargs)
 
     monkeypatch.setattr(twin, "search", spy)
@@ -121,7 +121,7 @@ def test_closing_closes_the_second_connection(postgres_url: str, encoder) -> Non
     try:
         made.add(["a", "b"], ["사과는 과일이다", "주식 시장"])
         assert made.search("과일", 1, mode="hybrid")[0].id == "a"
-        second = made.store._beside  # type: ignore[attr-defined]
+        second = made.store._beside.conn  # type: ignore[attr-defined]
         assert second is not None and not second.closed
     finally:
         made.store.drop()  # type: ignore[attr-defined]

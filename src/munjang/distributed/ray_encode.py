@@ -136,7 +136,7 @@ def _connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
         check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING)
         return True
-    from ..inference.hardware import usable_cores
+    from ..cores import usable_cores
 
     ray.init(
         address="local",

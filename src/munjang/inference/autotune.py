@@ -38,9 +38,10 @@ import torch
 from filelock import FileLock
 
 from ..atomic import atomic_write
+from ..cores import usable_cores
 from ..paths import cache_root
 from .calibration import calibration_texts
-from .hardware import cpu_flags, cpu_has_fast_bf16, usable_cores
+from .hardware import cpu_flags, cpu_has_fast_bf16
 
 logger = logging.getLogger(__name__)
 

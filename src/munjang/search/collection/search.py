@@ -218,23 +218,22 @@ class CollectionSearch:
         twin = None
         if may_part and "dense" in names and len(names) > 1 and isinstance(self.dense, SearchesApart):
             twin = self.dense.apart()
-        if twin is None:
-            return {
-                name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
-                for name in names
-            }
-        args = (queries, k, allowed, where, batch_size, natives.get("dense"), twin)
-        pending = self._beside.submit(self._retrieve, "dense", *args)
+        pending = None
+        if twin is not None:
+            args = (queries, k, allowed, where, batch_size, natives.get("dense"), twin)
+            pending = self._beside.submit(self._retrieve, "dense", *args)
         try:
             runs = {
                 name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
                 for name in names
-                if name != "dense"
+                if pending is None or name != "dense"
             }
         except BaseException:
-            wait([pending])  # its connection is free again before the error leaves the search
+            if pending is not None:
+                wait([pending])  # its connection is free again before the error leaves the search
             raise
-        runs["dense"] = pending.result()
+        if pending is not None:
+            runs["dense"] = pending.result()
         return {name: runs[name] for name in names}
 
     def _retrieve(

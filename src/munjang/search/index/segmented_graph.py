@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...atomic import atomic_write, fsync_folder
+from ...cores import usable_cores
 from .ann import HNSWIndex, as_ids, as_vectors
 from .exact import merge_hits
 
@@ -40,17 +41,10 @@ SEGMENT_SIZE = 131_072
 _pool: ThreadPoolExecutor | None = None  # searches the segments of one query side by side
 
 
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no affinity masks on this OS
-        return max(1, os.cpu_count() or 1)
-
-
 def _searches() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(_cores(), thread_name_prefix="munjang-segments")
+        _pool = ThreadPoolExecutor(usable_cores(), thread_name_prefix="munjang-segments")
     return _pool
 
 

@@ -23,16 +23,14 @@ MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 class PostgresDense:
     """The collection's vector index when it lives in PostgreSQL: nothing to load, sync or save;
-    filters are the compiled SQL condition, applied in the same query. Its queries go to `conn`,
-    the store's connection, or for the twin `apart()` gives, a second one."""
+    filters are the compiled SQL condition, applied in the same query."""
 
     persistent = False
     sql_filters = True
 
-    def __init__(self, store: PostgresStore, config: dict[str, Any], conn: Any = None) -> None:
+    def __init__(self, store: PostgresStore, config: dict[str, Any]) -> None:
         self.store = store
         self.config = config
-        self.conn = store.conn if conn is None else conn
         self.kind = config["index"]
         self.metric = config["metric"]
         self.ef_search = int((config.get("hnsw") or {}).get("expansion_search", 64))
@@ -49,7 +47,7 @@ class PostgresDense:
             return None
         with self._twin_lock:
             if self._twin is None:
-                self._twin = PostgresDense(self.store, self.config, self.store.beside())
+                self._twin = PostgresDense(self.store.beside(), self.config)
             return self._twin
 
     def sync(self, store: Any) -> bool:
@@ -60,15 +58,14 @@ class PostgresDense:
 
     def __bool__(self) -> bool:
         """Whether any document is stored, without counting them all (searches ask this first)."""
-        documents = self.store.t("documents")
-        return bool(self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {documents})").fetchone()[0])
+        return self.store.has_documents()
 
     def ids(self) -> np.ndarray:
         return self.store.labels_matching("TRUE", [])
 
     def memory_bytes(self) -> int:
         """Size of the HNSW index relation (it is PostgreSQL's to cache, not this process's)."""
-        row = self.conn.execute(
+        row = self.store.conn.execute(
             "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = 'documents_embedding_hnsw'",
@@ -94,8 +91,7 @@ class PostgresDense:
             rows = self._query(vector, k, condition, params, exact)
             if not exact and len(rows) < k:
                 if matching is None:
-                    query = f"SELECT count(*) FROM {self.store.t('documents')} WHERE {condition}"
-                    matching = int(self.conn.execute(query, params).fetchone()[0])
+                    matching = self.store.count_matching(condition, params)
                 if len(rows) < min(k, matching):
                     rows = self._query(vector, k, condition, params, exact=True)
             for j, (label, distance) in enumerate(rows):
@@ -114,7 +110,7 @@ class PostgresDense:
             f"SELECT label, embedding {op} %s FROM {self.store.t('documents')} "
             f"WHERE {condition} ORDER BY {order} LIMIT %s"
         )
-        conn = self.conn
+        conn = self.store.conn
         with conn.transaction():
             if not exact:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(self.ef_search, k), MAX_EF_SEARCH)}")

@@ -74,7 +74,7 @@ class PostgresStore:
         self.schema = f"munjang_{name}"
         self.path = f"{redact(url)} (collection {name})"
         self.conn = connect(url)
-        self._beside: Any = None  # a second connection for searches run beside this one's (`beside`)
+        self._beside: PostgresStore | None = None  # this store on a second connection (`beside`)
         self._beside_lock = threading.Lock()  # server threads may ask for it at once
         self._in_transaction = False
         self._changed = False  # this transaction changed passages (and so their postings)
@@ -223,13 +223,14 @@ class PostgresStore:
             self._beside.close()
         self.conn.close()
 
-    def beside(self) -> Any:
-        """A second connection to the database, opened at first use, for the dense search that a
-        hybrid search runs on another thread while BM25 runs on `conn`: both wait on PostgreSQL at
-        once. It reads committed data as `conn` does outside a transaction (`in_transaction`)."""
+    def beside(self) -> PostgresStore:
+        """This store, read-only, on a second connection opened at first use: for the dense search
+        that a hybrid search runs on another thread while BM25 runs on `conn`, so both wait on
+        PostgreSQL at once. It reads committed data as `conn` does outside a transaction
+        (`in_transaction`). Closed with this store."""
         with self._beside_lock:
             if self._beside is None:
-                self._beside = connect(self.url)
+                self._beside = PostgresStore(self.url, self.name, readonly=True)
             return self._beside
 
     @property
