@@ -5,3 +5,5 @@ quantized_index.py), BM25 with Korean morphology (tokenizers.py, bm25.py, increm
 score fusion (fusion.py), SPLADE postings (sparse_index.py), late interaction (token_index.py,
 plaid.py, muvera.py). Nothing here knows a store or a model.
 """
+
+from . import native  # noqa: F401  (before usearch: see native.py)
