@@ -1,4 +1,5 @@
-"""Dense search inside PostgreSQL: pgvector's HNSW index (or an exact scan) over the documents table.
+"""Dense search inside PostgreSQL: pgvector's HNSW indexes (one per range of labels,
+`postgres_segments.py`) or an exact scan over the documents table.
 
 pgvector filters after the graph walk: a `WHERE` clause drops rows from the `ef_search` candidates
 the index returns, so a selective filter can leave fewer than k. Each query that comes back short of
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import Watermark
+from .postgres_segments import INDEX_PREFIX, count_sql, read_count, search_sql
 from .postgres_store import PostgresStore
 
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
@@ -34,6 +36,9 @@ class PostgresDense:
         self.kind = config["index"]
         self.metric = config["metric"]
         self.ef_search = int((config.get("hnsw") or {}).get("expansion_search", 64))
+        # Labels per HNSW segment; None: one graph over everything (a collection made before segments).
+        size = config.get("hnsw_segment_size")
+        self.segment_size = None if size is None else int(size)
         self.index = self
         self.watermark = self.saved = Watermark()
         self._twin: PostgresDense | None = None
@@ -64,12 +69,12 @@ class PostgresDense:
         return self.store.labels_matching("TRUE", [])
 
     def memory_bytes(self) -> int:
-        """Size of the HNSW index relation (it is PostgreSQL's to cache, not this process's)."""
+        """Size of the HNSW index relations (they are PostgreSQL's to cache, not this process's)."""
         row = self.store.conn.execute(
             "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = 'documents_embedding_hnsw'",
-            (self.store.schema,),
+            "WHERE n.nspname = %s AND (c.relname = %s OR c.relname LIKE %s)",
+            (self.store.schema, INDEX_PREFIX, INDEX_PREFIX.replace("_", "\\_") + "\\_%"),
         ).fetchone()
         return int(row[0])
 
@@ -103,16 +108,30 @@ class PostgresDense:
         self, vector: np.ndarray, k: int, condition: str, params: list[Any], exact: bool
     ) -> list[tuple[int, float]]:
         op = OPERATOR[self.metric]
-        # Ordering by an expression the index cannot serve ("+ 0") makes PostgreSQL scan and sort:
-        # exact whatever the planner settings or a cached plan of the indexed query say.
-        order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
-        sql = (
-            f"SELECT label, embedding {op} %s FROM {self.store.t('documents')} "
-            f"WHERE {condition} ORDER BY {order} LIMIT %s"
-        )
+        documents = self.store.t("documents")
         conn = self.store.conn
-        with conn.transaction():
-            if not exact:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(self.ef_search, k), MAX_EF_SEARCH)}")
-            rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
+        # One snapshot: the segment count and the segments' rows agree (`postgres_segments.py`).
+        with self.store.snapshot():
+            if exact:
+                # Ordering by an expression the index cannot serve ("+ 0") makes PostgreSQL scan and
+                # sort: exact whatever the planner settings or a cached plan of the indexed query say.
+                sql = (
+                    f"SELECT label, embedding {op} %s FROM {documents} "
+                    f"WHERE {condition} ORDER BY (embedding {op} %s) + 0 LIMIT %s"
+                )
+                rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
+                return [(int(label), float(distance)) for label, distance in rows]
+            ef = str(min(max(self.ef_search, k), MAX_EF_SEARCH))
+            segments = read_count(conn.execute(count_sql(self.store.t("meta")), [ef]).fetchone())
+            if self.segment_size is None:  # one graph over everything
+                sql = (
+                    f"SELECT label, embedding {op} %s FROM {documents} "
+                    f"WHERE {condition} ORDER BY embedding {op} %s LIMIT %s"
+                )
+                rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
+            elif segments:
+                sql = search_sql(documents, op, condition, segments, self.segment_size)
+                rows = conn.execute(sql, [vector, *params, vector, k] * segments + [k]).fetchall()
+            else:
+                rows = []
         return [(int(label), float(distance)) for label, distance in rows]

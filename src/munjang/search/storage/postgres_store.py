@@ -5,8 +5,9 @@ Each collection is one schema, `munjang_<name>`, with the tables of the embedded
 in PostgreSQL types:
 - `documents`: one row per passage: label (bigserial, never reused), id, chunk (unique with id),
   span_start / span_end, text, metadata (jsonb), text_hash, doc_hash, tokens (jsonb, for BM25), and
-  `embedding vector(dim)`: the vector lives beside the passage, so pgvector's HNSW index
-  (`index="hnsw"`) or an exact scan (`index="exact"`) searches it in SQL.
+  `embedding vector(dim)`: the vector lives beside the passage, so pgvector's HNSW indexes
+  (`index="hnsw"`: one per range of labels, `postgres_segments.py`) or an exact scan
+  (`index="exact"`) search it in SQL.
 - `sources`: the whole text of each document stored as several passages.
 - `embeddings`: the embedding cache keyed by (model, text_hash), so a text seen before, even in a
   deleted document, costs no encoding.
@@ -45,9 +46,9 @@ from .postgres_lexical import (
     postings_problems,
     unindex_documents,
 )
+from .postgres_segments import OPCLASS, add_segments, segment_size
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
-OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
 # Equality filters compile to jsonb containment (see filters.py), which this index answers.
 METADATA_INDEX = (
@@ -157,13 +158,16 @@ class PostgresStore:
                 self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
 
     def create_schema(self, config: dict[str, Any]) -> None:
-        """Tables, the text-hash index and (index="hnsw") pgvector's HNSW index, all or nothing."""
+        """Tables, the text-hash index and (index="hnsw") the size of pgvector's HNSW segments, all or
+        nothing: each segment's index is made when its first passage is stored."""
         if self.exists():
             raise CollectionError(f"{self.path} already exists: add to it, or choose another name")
         dim, metric = int(config["dim"]), config["metric"]
         if metric not in OPCLASS:
             raise ValueError(f"metric {metric!r} has no pgvector operator class; choose {', '.join(OPCLASS)}")
         hnsw = config.get("hnsw") or {}
+        hnsw_meta = {"hnsw_segment_size": segment_size(hnsw), "hnsw_segments": 0}
+        segments = hnsw_meta if config["index"] == "hnsw" else {}
         with self.transaction():
             self.conn.execute(f'CREATE SCHEMA "{self.schema}"')
             self.conn.execute(f"CREATE TABLE {self.t('meta')} (key text PRIMARY KEY, value text NOT NULL)")
@@ -190,16 +194,9 @@ class PostgresStore:
             self.conn.execute(
                 f"CREATE TABLE {self.t('deletions')} (seq bigserial PRIMARY KEY, label bigint NOT NULL)"
             )
-            if config["index"] == "hnsw":
-                m = int(hnsw.get("connectivity", 16))
-                ef = int(hnsw.get("expansion_add", 128))
-                self.conn.execute(
-                    f"CREATE INDEX documents_embedding_hnsw ON {self.t('documents')} "
-                    f"USING hnsw (embedding {OPCLASS[metric]}) WITH (m = {m}, ef_construction = {ef})"
-                )
             self.conn.cursor().executemany(
                 f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s)",
-                [(k, json.dumps(v, ensure_ascii=False)) for k, v in config.items()],
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in {**config, **segments}.items()],
             )
             create_postings(self)
             if config.get("sparse"):
@@ -279,13 +276,20 @@ class PostgresStore:
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
-        """Reads that see one consistent state of the database (a repeatable-read transaction)."""
-        if self._in_transaction:
+        """Reads that see one consistent state of the database: a repeatable-read, read-only
+        transaction, which psycopg opens with its BEGIN (no statement more); inside a write
+        transaction, that transaction."""
+        if self._in_transaction or self.conn.info.transaction_status.name != "IDLE":
             yield
             return
-        with self.conn.transaction():
-            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
+        from psycopg import IsolationLevel
+
+        self.conn.isolation_level, self.conn.read_only = IsolationLevel.REPEATABLE_READ, True
+        try:
+            with self.conn.transaction():
+                yield
+        finally:
+            self.conn.isolation_level = self.conn.read_only = None
 
     @contextmanager
     def write_lock(self, timeout: float) -> Iterator[None]:
@@ -470,6 +474,7 @@ class PostgresStore:
             missing = len(rows) - len(labels)
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
         cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
+        add_segments(self, max(labels))
         self._changed = True
         if self.has_postings():
             index_passages(self, min(labels), max(labels))
@@ -524,14 +529,14 @@ class PostgresStore:
 
     def integrity_problems(self, model: str) -> list[str]:
         problems: list[str] = []
-        index = self.conn.execute(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        invalid = self.conn.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = 'documents_embedding_hnsw'",
+            "WHERE n.nspname = %s AND c.relname LIKE 'documents\\_embedding\\_hnsw%%' AND NOT i.indisvalid "
+            "ORDER BY c.relname",
             (self.schema,),
-        ).fetchone()
-        if index is not None and not index[0]:
-            problems.append("the HNSW index is invalid (REINDEX it)")
+        ).fetchall()
+        problems += [f"the HNSW index {name} is invalid (REINDEX it)" for (name,) in invalid]
         orphans = self.conn.execute(
             f"SELECT count(*) FROM {self.t('documents')} d LEFT JOIN {self.t('embeddings')} e "
             "ON e.model = %s AND e.text_hash = d.text_hash WHERE e.vector IS NULL",

@@ -1,0 +1,109 @@
+"""pgvector's HNSW kept as several graphs of bounded size: partial indexes over ranges of labels.
+
+Inserting into one pgvector graph costs more as it grows (bench/collection_scale.py measured the
+database's CPU per passage near doubling from the first 100,000 passages to the third), the cause the
+folder backend's graphs had before their segments (`index/segmented_graph.py`). Here segment n is
+the partial index `documents_embedding_hnsw_<n>` over labels in (n * size, (n + 1) * size]. Labels
+only grow (bigserial, never reused), so inserts go to the newest segment and an older graph no
+longer changes but for deletions.
+
+The writer makes a segment's index in the transaction that first stores a label in its range, and
+records how many exist (`meta.hnsw_segments`) in the same transaction: so whatever a snapshot of the
+database holds, every label in it lies in a segment it counts. A search reads that count in the
+statement that sets `hnsw.ef_search`, then asks every segment for its best k in one statement: a
+`UNION ALL` of per-range `ORDER BY embedding <op> q LIMIT k`, merged in SQL. Both statements read one
+snapshot (a repeatable-read transaction), so a segment committed between them is not missed. The
+range bounds are written into the SQL as literals, because a generic plan with parameters cannot
+prove a partial index's predicate.
+
+A collection made before segments (no `hnsw_segment_size` in its meta) keeps its one graph,
+`documents_embedding_hnsw`, and is searched as before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Passages per graph: 2**17, the folder's bound too. A million passages make 8 graphs to search.
+SEGMENT_SIZE = 131_072
+INDEX_PREFIX = "documents_embedding_hnsw"
+OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
+
+
+def segment_size(hnsw: dict[str, Any]) -> int:
+    """The `segment_size` option of a collection's `hnsw` settings, checked (default `SEGMENT_SIZE`)."""
+    size = hnsw.get("segment_size", SEGMENT_SIZE)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"segment_size must be a positive integer, not {size!r}")
+    return size
+
+
+def index_options(hnsw: dict[str, Any]) -> str:
+    """pgvector's build options from a collection's `hnsw` settings."""
+    m = int(hnsw.get("connectivity", 16))
+    ef = int(hnsw.get("expansion_add", 128))
+    return f"WITH (m = {m}, ef_construction = {ef})"
+
+
+def bounds(number: int, size: int) -> tuple[int, int]:
+    """The labels segment `number` holds: (low, high]."""
+    return number * size, (number + 1) * size
+
+
+def add_segments(store: Any, last_label: int) -> None:
+    """Inside the store's write transaction: make the index of every segment up to the one holding
+    `last_label` (building one indexes the rows already in its range), and record their count."""
+    meta = store.t("meta")
+    found = store.conn.execute(
+        f"SELECT key, value FROM {meta} WHERE key IN ('hnsw_segment_size', 'hnsw_segments', 'metric', 'hnsw')"
+    ).fetchall()
+    values = {key: json.loads(value) for key, value in found}
+    size = values.get("hnsw_segment_size")
+    if size is None:
+        return  # an exact collection, or one made before segments: its one index (if any) takes all
+    have, need = int(values.get("hnsw_segments", 0)), -(-last_label // int(size))
+    if need <= have:
+        return
+    options = index_options(values.get("hnsw") or {})
+    for number in range(have, need):
+        low, high = bounds(number, int(size))
+        store.conn.execute(
+            f"CREATE INDEX {INDEX_PREFIX}_{number} ON {store.t('documents')} "
+            f"USING hnsw (embedding {OPCLASS[values['metric']]}) {options} "
+            f"WHERE label > {low} AND label <= {high}"
+        )
+    store.conn.execute(
+        f"INSERT INTO {meta} (key, value) VALUES ('hnsw_segments', %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (json.dumps(need),),
+    )
+
+
+def read_count(row: tuple[Any, ...]) -> int:
+    """The segment count from the JSON `meta` value a search statement selected (0 when absent)."""
+    return 0 if row[-1] is None else int(json.loads(row[-1]))
+
+
+def count_sql(meta: str) -> str:
+    """Set `hnsw.ef_search` for this transaction (parameter: its value as text) and read the
+    segment count, in one statement: a search costs no more round trips than with one graph."""
+    return (
+        "SELECT set_config('hnsw.ef_search', %s, true), "
+        f"(SELECT value FROM {meta} WHERE key = 'hnsw_segments')"
+    )
+
+
+def search_sql(documents: str, op: str, condition: str, segments: int, size: int) -> str:
+    """One statement: each of `segments` segments' best k under `condition`, merged into the best k.
+    Parameters: vector, the condition's, vector, k for each segment; then k."""
+    branches = []
+    for number in range(segments):
+        low, high = bounds(number, size)
+        branches.append(
+            f"(SELECT label, embedding {op} %s AS distance FROM {documents} "
+            f"WHERE ({condition}) AND label > {low} AND label <= {high} "
+            f"ORDER BY embedding {op} %s LIMIT %s)"
+        )
+    union = " UNION ALL ".join(branches)
+    return f"SELECT label, distance FROM ({union}) AS segments ORDER BY distance LIMIT %s"

@@ -1,0 +1,159 @@
+"""pgvector's HNSW in segments (`postgres_segments.py`), on a real PostgreSQL + pgvector: each range of
+labels gets its partial index in the transaction that first stores a label in it, a search asks every
+segment (each by its own index, as the plan shows) and finds what numpy's exact search finds, a reader
+finds segments committed after it opened, and a collection made before segments keeps its one graph."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from munjang.search.storage.base import CollectionError, NewRow
+from munjang.search.storage.postgres_dense import PostgresDense
+from munjang.search.storage.postgres_segments import search_sql
+from munjang.search.storage.postgres_store import PostgresStore
+
+DIM, K, SIZE = 16, 10, 400
+
+
+def _vectors(n: int, seed: int = 0) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _rows(start: int, stop: int) -> list[NewRow]:
+    return [
+        NewRow(f"d{i}", f"text {i}", json.dumps({"group": i % 50}), f"h{i}", "[]") for i in range(start, stop)
+    ]
+
+
+def _add(store: PostgresStore, vectors: np.ndarray, start: int, stop: int) -> None:
+    rows = _rows(start, stop)
+    with store.transaction():
+        store.put_embeddings("m", [r.text_hash for r in rows], vectors[start:stop])
+        store.insert(rows, "m")
+
+
+def _indexes(store: PostgresStore) -> dict[str, str]:
+    rows = store.conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes "
+        "WHERE schemaname = %s AND indexname LIKE 'documents_embedding%%'",
+        (store.schema,),
+    ).fetchall()
+    return dict(rows)
+
+
+def _exact(vectors: np.ndarray, query: np.ndarray, members: np.ndarray) -> list[int]:
+    scores = vectors[members] @ query
+    return [int(members[i]) + 1 for i in np.argsort(-scores)[:K]]  # labels count from 1
+
+
+@pytest.fixture
+def store(postgres_url: str, request: pytest.FixtureRequest):
+    made = PostgresStore(postgres_url, "seg_" + re.sub(r"[^A-Za-z0-9_]", "_", request.node.name[5:45]))
+    made.drop()
+    yield made
+    made.drop()
+    made.close()
+
+
+def test_each_range_of_labels_gets_its_index_and_a_search_asks_every_one(store: PostgresStore) -> None:
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    store.create_schema(config)
+    assert _indexes(store) == {}  # no segment before its first passage
+    vectors = _vectors(1300)
+    for start, stop in ((0, 150), (150, 1000), (1000, 1300)):  # one commit crosses two boundaries
+        _add(store, vectors, start, stop)
+    indexes = _indexes(store)
+    assert sorted(indexes) == [f"documents_embedding_hnsw_{n}" for n in range(4)]
+    for n in range(4):
+        predicate = f"(label > {n * SIZE}) AND (label <= {(n + 1) * SIZE})"
+        assert predicate in indexes[f"documents_embedding_hnsw_{n}"]
+    meta = store.get_meta()
+    assert (meta["hnsw_segment_size"], meta["hnsw_segments"]) == (SIZE, 4)
+
+    dense = PostgresDense(store, meta)
+    queries = vectors[::97] + 0.01
+    labels, scores = dense.search(store, queries, K, None)
+    everyone = np.arange(len(vectors))
+    recall = [len(set(labels[i]) & set(_exact(vectors, q, everyone))) / K for i, q in enumerate(queries)]
+    assert np.mean(recall) >= 0.95
+    assert [row[0] for row in labels] == [i * 97 + 1 for i in range(len(queries))]
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)
+
+    # Each branch can be served by its segment's index (the literal bounds prove its predicate). At
+    # a few hundred rows a segment, the planner rightly finds sorting them cheaper: made dearer here.
+    sql = search_sql(store.t("documents"), "<=>", "TRUE", 4, SIZE)
+    with store.conn.transaction():
+        store.conn.execute("SET LOCAL enable_sort = off")
+        found = store.conn.execute("EXPLAIN " + sql, [vectors[0], vectors[0], K] * 4 + [K]).fetchall()
+    plan = "\n".join(row[0] for row in found)
+    for n in range(4):
+        assert f"Index Scan using documents_embedding_hnsw_{n} " in plan
+    assert dense.memory_bytes() > 0 and store.integrity_problems("m") == []
+
+
+def test_filters_deletions_and_a_reader_opened_before_the_newest_segment(store: PostgresStore) -> None:
+    from munjang.search.storage.filters import compile_filter
+
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    store.create_schema(config)
+    vectors = _vectors(1000, seed=1)
+    _add(store, vectors, 0, 500)
+    reader = PostgresStore(store.url, store.name, readonly=True)
+    try:
+        dense = PostgresDense(reader, reader.get_meta())
+        assert dense.search(reader, vectors[900][None], K, None)[0][0, 0] != 901
+        _add(store, vectors, 500, 1000)  # segment 2 is made after the reader opened
+        assert dense.search(reader, vectors[900][None], K, None)[0][0, 0] == 901
+
+        where = compile_filter({"group": 3}, dialect="postgres")
+        members = np.flatnonzero(np.arange(1000) % 50 == 3)  # short: re-run exactly
+        for query in vectors[[3, 450, 990]]:
+            labels, _ = dense.search(reader, query[None], K, None, where)
+            assert list(labels[0]) == _exact(vectors, query, members)
+
+        store.delete(["d900"])
+        assert 901 not in dense.search(reader, vectors[900][None], K, None)[0][0]
+        assert reader.conn.info.transaction_status.name == "IDLE"
+    finally:
+        reader.close()
+
+
+def test_a_search_reads_one_snapshot_and_leaves_the_connection_as_it_was(store: PostgresStore) -> None:
+    store.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw"})
+    with store.snapshot():
+        assert store.conn.execute("SHOW transaction_isolation").fetchone()[0] == "repeatable read"
+        assert store.conn.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+    assert store.conn.execute("SHOW transaction_isolation").fetchone()[0] == "read committed"
+    _add(store, _vectors(10), 0, 10)  # writes still work after a snapshot
+    assert store.passage_count() == 10
+
+
+def test_a_collection_made_before_segments_keeps_its_one_graph(store: PostgresStore) -> None:
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    store.create_schema(config)
+    # What an older munjang made: no segment settings, one index over the whole table.
+    store.conn.execute(f"DELETE FROM {store.t('meta')} WHERE key IN ('hnsw_segment_size', 'hnsw_segments')")
+    store.conn.execute(
+        f"CREATE INDEX documents_embedding_hnsw ON {store.t('documents')} "
+        "USING hnsw (embedding vector_cosine_ops)"
+    )
+    vectors = _vectors(900, seed=2)
+    _add(store, vectors, 0, 900)
+    assert list(_indexes(store)) == ["documents_embedding_hnsw"]  # no segment made
+    dense = PostgresDense(store, store.get_meta())
+    assert dense.segment_size is None
+    labels, _ = dense.search(store, vectors[[5, 805]], K, None)
+    assert [labels[0, 0], labels[1, 0]] == [6, 806]
+    assert dense.memory_bytes() > 0
+
+
+@pytest.mark.parametrize("size", [0, -5, 1.5, True, "big"])
+def test_a_bad_segment_size_is_refused_before_anything_is_made(store: PostgresStore, size: object) -> None:
+    with pytest.raises((ValueError, CollectionError), match="segment_size"):
+        store.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": size}})
+    assert not store.exists()
