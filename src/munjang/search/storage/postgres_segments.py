@@ -23,7 +23,10 @@ A collection made before segments (no `hnsw_segment_size` in its meta) keeps its
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .postgres_store import PostgresStore
 
 # Passages per graph: 2**17, the folder's bound too. A million passages make 8 graphs to search.
 SEGMENT_SIZE = 131_072
@@ -51,7 +54,7 @@ def bounds(number: int, size: int) -> tuple[int, int]:
     return number * size, (number + 1) * size
 
 
-def add_segments(store: Any, last_label: int) -> None:
+def add_segments(store: PostgresStore, last_label: int) -> None:
     """Inside the store's write transaction: make the index of every segment up to the one holding
     `last_label` (building one indexes the rows already in its range), and record their count."""
     meta = store.t("meta")
