@@ -23,10 +23,17 @@ A collection made before segments (no `hnsw_segment_size` in its meta) keeps its
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .postgres_store import PostgresStore
+
+class PostgresStore(Protocol):
+    """What `add_segments` needs of `postgres_store.PostgresStore` (named without importing it,
+    which imports this module)."""
+
+    conn: Any
+
+    def t(self, table: str) -> str: ...
+
 
 # Passages per graph: 2**17, the folder's bound too. A million passages make 8 graphs to search.
 SEGMENT_SIZE = 131_072
