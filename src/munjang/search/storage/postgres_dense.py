@@ -112,26 +112,21 @@ class PostgresDense:
         conn = self.store.conn
         # One snapshot: the segment count and the segments' rows agree (`postgres_segments.py`).
         with self.store.snapshot():
-            if exact:
-                # Ordering by an expression the index cannot serve ("+ 0") makes PostgreSQL scan and
-                # sort: exact whatever the planner settings or a cached plan of the indexed query say.
-                sql = (
-                    f"SELECT label, embedding {op} %s FROM {documents} "
-                    f"WHERE {condition} ORDER BY (embedding {op} %s) + 0 LIMIT %s"
-                )
-                rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
-                return [(int(label), float(distance)) for label, distance in rows]
-            ef = str(min(max(self.ef_search, k), MAX_EF_SEARCH))
-            segments = read_count(conn.execute(count_sql(self.store.t("meta")), [ef]).fetchone())
-            if self.segment_size is None:  # one graph over everything
-                sql = (
-                    f"SELECT label, embedding {op} %s FROM {documents} "
-                    f"WHERE {condition} ORDER BY embedding {op} %s LIMIT %s"
-                )
-                rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
-            elif segments:
-                sql = search_sql(documents, op, condition, segments, self.segment_size)
-                rows = conn.execute(sql, [vector, *params, vector, k] * segments + [k]).fetchall()
-            else:
-                rows = []
+            if not exact:
+                ef = str(min(max(self.ef_search, k), MAX_EF_SEARCH))
+                segments = read_count(conn.execute(count_sql(self.store.t("meta")), [ef]).fetchone())
+                if self.segment_size is not None:
+                    if not segments:
+                        return []
+                    sql = search_sql(documents, op, condition, segments, self.segment_size)
+                    rows = conn.execute(sql, [vector, *params, vector, k] * segments + [k]).fetchall()
+                    return [(int(label), float(distance)) for label, distance in rows]
+            # One graph over everything, or exact: ordering by an expression the index cannot serve
+            # ("+ 0") makes PostgreSQL scan and sort, whatever the planner settings or a cached plan say.
+            order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
+            sql = (
+                f"SELECT label, embedding {op} %s FROM {documents} "
+                f"WHERE {condition} ORDER BY {order} LIMIT %s"
+            )
+            rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
         return [(int(label), float(distance)) for label, distance in rows]

@@ -61,23 +61,20 @@ def bounds(number: int, size: int) -> tuple[int, int]:
     return number * size, (number + 1) * size
 
 
-def add_segments(store: PostgresStore, last_label: int) -> None:
-    """Inside the store's write transaction: make the index of every segment up to the one holding
-    `last_label` (building one indexes the rows already in its range), and record their count."""
+def add_segments(store: PostgresStore, last_label: int, size: int) -> None:
+    """Inside the store's write transaction: make the index of every segment of `size` labels up to
+    the one holding `last_label` (building one indexes the rows already in its range), and record
+    their count. Most inserts stay within the newest segment and cost one read of the count."""
     meta = store.t("meta")
-    found = store.conn.execute(
-        f"SELECT key, value FROM {meta} WHERE key IN ('hnsw_segment_size', 'hnsw_segments', 'metric', 'hnsw')"
-    ).fetchall()
-    values = {key: json.loads(value) for key, value in found}
-    size = values.get("hnsw_segment_size")
-    if size is None:
-        return  # an exact collection, or one made before segments: its one index (if any) takes all
-    have, need = int(values.get("hnsw_segments", 0)), -(-last_label // int(size))
+    found = store.conn.execute(f"SELECT value FROM {meta} WHERE key = 'hnsw_segments'").fetchone()
+    have, need = read_count((found[0] if found else None,)), -(-last_label // size)
     if need <= have:
         return
+    rows = store.conn.execute(f"SELECT key, value FROM {meta} WHERE key IN ('metric', 'hnsw')").fetchall()
+    values = {key: json.loads(value) for key, value in rows}
     options = index_options(values.get("hnsw") or {})
     for number in range(have, need):
-        low, high = bounds(number, int(size))
+        low, high = bounds(number, size)
         store.conn.execute(
             f"CREATE INDEX {INDEX_PREFIX}_{number} ON {store.t('documents')} "
             f"USING hnsw (embedding {OPCLASS[values['metric']]}) {options} "

@@ -210,6 +210,13 @@ class PostgresStore:
         config = self.get_meta().get("sparse")
         return sparse_cache_key(str(config["model"])) if config else None
 
+    @cached_property
+    def hnsw_segment_size(self) -> int | None:
+        """Labels per HNSW segment, fixed when the collection was made (`postgres_segments.py`);
+        None: no segments (an exact collection, or one made before them)."""
+        size = self.get_meta().get("hnsw_segment_size")
+        return None if size is None else int(size)
+
     def drop(self) -> None:
         """Remove the collection's schema and everything in it."""
         self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
@@ -474,7 +481,8 @@ class PostgresStore:
             missing = len(rows) - len(labels)
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
         cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
-        add_segments(self, max(labels))
+        if self.hnsw_segment_size is not None:
+            add_segments(self, max(labels), self.hnsw_segment_size)
         self._changed = True
         if self.has_postings():
             index_passages(self, min(labels), max(labels))
