@@ -13,7 +13,7 @@ import pytest
 
 from munjang.search.storage.base import CollectionError, NewRow
 from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_segments import search_sql
+from munjang.search.storage.postgres_segments import first_ask, merge, search_sql
 from munjang.search.storage.postgres_store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 400
@@ -86,10 +86,10 @@ def test_each_range_of_labels_gets_its_index_and_a_search_asks_every_one(store: 
 
     # Each branch can be served by its segment's index (the literal bounds prove its predicate). At
     # a few hundred rows a segment, the planner rightly finds sorting them cheaper: made dearer here.
-    sql = search_sql(store.t("documents"), "<=>", "TRUE", 4, SIZE)
+    sql = search_sql(store.t("documents"), "<=>", "TRUE", range(4), SIZE)
     with store.conn.transaction():
         store.conn.execute("SET LOCAL enable_sort = off")
-        found = store.conn.execute("EXPLAIN " + sql, [vectors[0], vectors[0], K] * 4 + [K]).fetchall()
+        found = store.conn.execute("EXPLAIN " + sql, [vectors[0], vectors[0], K] * 4).fetchall()
     plan = "\n".join(row[0] for row in found)
     for n in range(4):
         assert f"Index Scan using documents_embedding_hnsw_{n} " in plan
@@ -157,3 +157,38 @@ def test_a_bad_segment_size_is_refused_before_anything_is_made(store: PostgresSt
     with pytest.raises((ValueError, CollectionError), match="segment_size"):
         store.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": size}})
     assert not store.exists()
+
+
+def test_each_segment_is_first_asked_for_its_share_and_again_when_it_may_hold_more(
+    store: PostgresStore,
+) -> None:
+    """The best K all lie in one segment (a cluster added together, as a source's documents are):
+    its first ask (its share of K) is short of them, so it is asked again, and the search finds
+    what numpy's exact search finds."""
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    store.create_schema(config)
+    vectors = _vectors(1600, seed=2)
+    centre = vectors[0].copy()
+    near = centre + 0.05 * np.random.default_rng(3).standard_normal((40, DIM)).astype(np.float32)
+    vectors[820:860] = near / np.linalg.norm(near, axis=1, keepdims=True)  # in segment 2 only
+    _add(store, vectors, 0, 1600)
+    dense = PostgresDense(store, store.get_meta())
+    assert first_ask(K, 4) < K
+    for query in (centre, vectors[830], vectors[5]):
+        labels, _ = dense.search(store, query[None], K, None)
+        assert list(labels[0]) == _exact(vectors, query, np.arange(1600))
+    assert dense._segments_seen == 4
+
+
+def test_first_ask_and_merge() -> None:
+    assert first_ask(100, 1) == 100 and first_ask(100, 0) == 100
+    assert first_ask(100, 8) == 23  # 12.5 + 3 x sqrt(12.5 x 7/8)
+    assert first_ask(100, 2) == 65 and first_ask(10, 1000) == 1
+    assert all(1 <= first_ask(k, n) <= k for k in (1, 2, 10, 100) for n in range(1, 40))
+    # (segment, label, distance): segment 0 gave all 2 it was asked for and its last ranks within
+    # the best 3, so it may hold more; segment 1's last does not; segment 2 gave fewer than asked.
+    rows = [(0, 1, 0.1), (0, 2, 0.2), (1, 3, 0.15), (1, 4, 0.9), (2, 5, 0.3)]
+    assert merge(rows, 3, 2) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [0])
+    assert merge(rows, 3, 3) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # asked for all k: done
+    assert merge(rows[:1], 3, 1) == ([(1, 0.1)], [0])  # fewer than k in all: any full segment
+    assert merge([(0, 7, 0.5), (1, 6, 0.5)], 1, 1)[0] == [(6, 0.5)]  # ties: the lower label

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import Watermark
-from .postgres_segments import INDEX_PREFIX, count_sql, read_count, search_sql
+from .postgres_segments import INDEX_PREFIX, count_sql, first_ask, merge, read_count, search_sql
 from .postgres_store import PostgresStore
 
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
@@ -39,6 +39,9 @@ class PostgresDense:
         # Labels per HNSW segment; None: one graph over everything (a collection made before segments).
         size = config.get("hnsw_segment_size")
         self.segment_size = None if size is None else int(size)
+        # The segment count the last search read: `hnsw.ef_search` is set in the statement that reads
+        # the count, so each segment's first ask (`first_ask`) is sized on the count seen before.
+        self._segments_seen = 0
         self.index = self
         self.watermark = self.saved = Watermark()
         self._twin: PostgresDense | None = None
@@ -113,14 +116,18 @@ class PostgresDense:
         # One snapshot: the segment count and the segments' rows agree (`postgres_segments.py`).
         with self.store.snapshot():
             if not exact:
-                ef = str(min(max(self.ef_search, k), MAX_EF_SEARCH))
-                segments = read_count(conn.execute(count_sql(self.store.t("meta")), [ef]).fetchone())
+                # Unfiltered, each segment is first asked for its share of k; a filter can leave a
+                # segment short of any share, so filtered searches ask every segment for all k.
+                optimistic = self.segment_size is not None and condition == "TRUE"
+                guess = first_ask(k, self._segments_seen) if optimistic else k
+                ef = min(max(self.ef_search, guess), MAX_EF_SEARCH)
+                segments = read_count(conn.execute(count_sql(self.store.t("meta")), [str(ef)]).fetchone())
                 if self.segment_size is not None:
+                    self._segments_seen = segments
                     if not segments:
                         return []
-                    sql = search_sql(documents, op, condition, segments, self.segment_size)
-                    rows = conn.execute(sql, [vector, *params, vector, k] * segments + [k]).fetchall()
-                    return [(int(label), float(distance)) for label, distance in rows]
+                    ask = min(first_ask(k, segments), ef) if optimistic else k
+                    return self._segmented(vector, k, ask, condition, params, segments, self.segment_size)
             # One graph over everything, or exact: ordering by an expression the index cannot serve
             # ("+ 0") makes PostgreSQL scan and sort, whatever the planner settings or a cached plan say.
             order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
@@ -130,3 +137,31 @@ class PostgresDense:
             )
             rows = conn.execute(sql, [vector, *params, vector, k]).fetchall()
         return [(int(label), float(distance)) for label, distance in rows]
+
+    def _segmented(
+        self,
+        vector: np.ndarray,
+        k: int,
+        ask: int,
+        condition: str,
+        params: list[Any],
+        segments: int,
+        size: int,
+    ) -> list[tuple[int, float]]:
+        """Inside the search's snapshot: every segment's best `ask`, merged; then the segments that
+        may hold more of the best k (`merge`) asked again for all k, at an `ef_search` of k."""
+        op, documents, conn = OPERATOR[self.metric], self.store.t("documents"), self.store.conn
+        sql = search_sql(documents, op, condition, range(segments), size)
+        rows = conn.execute(sql, [vector, *params, vector, ask] * segments).fetchall()
+        best, again = merge(rows, k, ask)
+        if again:
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true)",
+                [str(min(max(self.ef_search, k), MAX_EF_SEARCH))],
+            )
+            sql = search_sql(documents, op, condition, again, size)
+            kept = [row for row in rows if row[0] not in again]
+            best, _ = merge(
+                kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(), k, k
+            )
+        return best
