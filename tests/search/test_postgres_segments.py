@@ -13,7 +13,7 @@ import pytest
 
 from munjang.search.storage.base import CollectionError, NewRow
 from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_segments import first_ask, merge, search_sql
+from munjang.search.storage.postgres_segments import first_ask, first_asks, merge, search_sql
 from munjang.search.storage.postgres_store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 400
@@ -162,33 +162,38 @@ def test_a_bad_segment_size_is_refused_before_anything_is_made(store: PostgresSt
 def test_each_segment_is_first_asked_for_its_share_and_again_when_it_may_hold_more(
     store: PostgresStore,
 ) -> None:
-    """The best K all lie in one segment (a cluster added together, as a source's documents are):
-    its first ask (its share of K) is short of them, so it is asked again, and the search finds
-    what numpy's exact search finds."""
-    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    """The best k all lie in one of 8 segments (a cluster added together, as a source's documents
+    are): its first ask (its share of k plus the margin) is short of them, so it is asked again, and
+    the search finds what numpy's exact search finds."""
+    k, size = 50, 200
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": size}}
     store.create_schema(config)
     vectors = _vectors(1600, seed=2)
     centre = vectors[0].copy()
-    near = centre + 0.05 * np.random.default_rng(3).standard_normal((40, DIM)).astype(np.float32)
-    vectors[820:860] = near / np.linalg.norm(near, axis=1, keepdims=True)  # in segment 2 only
+    near = centre + 0.05 * np.random.default_rng(3).standard_normal((60, DIM)).astype(np.float32)
+    vectors[820:880] = near / np.linalg.norm(near, axis=1, keepdims=True)  # in segment 4 only
     _add(store, vectors, 0, 1600)
     dense = PostgresDense(store, store.get_meta())
-    assert first_ask(K, 4) < K
+    assert max(first_asks(k, 8, 1600, size)) < k
     for query in (centre, vectors[830], vectors[5]):
-        labels, _ = dense.search(store, query[None], K, None)
-        assert list(labels[0]) == _exact(vectors, query, np.arange(1600))
-    assert dense._segments_seen == 4
+        labels, _ = dense.search(store, query[None], k, None)
+        assert list(labels[0]) == [int(i) + 1 for i in np.argsort(-(vectors @ query))[:k]]
+    assert dense._seen == (8, 1600)
 
 
-def test_first_ask_and_merge() -> None:
-    assert first_ask(100, 1) == 100 and first_ask(100, 0) == 100
-    assert first_ask(100, 8) == 23  # 12.5 + 3 x sqrt(12.5 x 7/8)
-    assert first_ask(100, 2) == 65 and first_ask(10, 1000) == 1
-    assert all(1 <= first_ask(k, n) <= k for k in (1, 2, 10, 100) for n in range(1, 40))
+def test_first_asks_and_merge() -> None:
+    assert first_ask(100, 1.0) == 100 and first_asks(100, 1, 5, 131_072) == [100]
+    assert first_ask(100, 1 / 8) == 66  # 12.5 + 16 x sqrt(12.5 x 7/8)
+    assert first_ask(10, 1 / 1000) == 2
+    assert all(1 <= first_ask(k, n / 40) <= k for k in (1, 2, 10, 100) for n in range(1, 41))
+    # The newest segment is partly filled: the full ones hold more than 1 / segments of the labels.
+    assert first_asks(400, 8, 1_000_000, 131_072) == [161] * 7 + [122]
+    assert first_asks(100, 2, 200_000, 131_072) == [100, 100]  # a margin this wide: all of k
     # (segment, label, distance): segment 0 gave all 2 it was asked for and its last ranks within
     # the best 3, so it may hold more; segment 1's last does not; segment 2 gave fewer than asked.
     rows = [(0, 1, 0.1), (0, 2, 0.2), (1, 3, 0.15), (1, 4, 0.9), (2, 5, 0.3)]
-    assert merge(rows, 3, 2) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [0])
-    assert merge(rows, 3, 3) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # asked for all k: done
-    assert merge(rows[:1], 3, 1) == ([(1, 0.1)], [0])  # fewer than k in all: any full segment
-    assert merge([(0, 7, 0.5), (1, 6, 0.5)], 1, 1)[0] == [(6, 0.5)]  # ties: the lower label
+    assert merge(rows, 3, [2, 2, 2]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [0])
+    assert merge(rows, 3, [3, 3, 3]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # asked for all k: done
+    assert merge(rows, 3, [3, 2, 2]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # 0 gave fewer than asked
+    assert merge(rows[:1], 3, [1]) == ([(1, 0.1)], [0])  # fewer than k in all: any full segment
+    assert merge([(0, 7, 0.5), (1, 6, 0.5)], 1, [1, 1])[0] == [(6, 0.5)]  # ties: the lower label

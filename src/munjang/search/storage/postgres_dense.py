@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import Watermark
-from .postgres_segments import INDEX_PREFIX, count_sql, first_ask, merge, read_count, search_sql
+from .postgres_segments import INDEX_PREFIX, count_sql, first_asks, merge, read_count, search_sql
 from .postgres_store import PostgresStore
 
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
@@ -39,9 +39,9 @@ class PostgresDense:
         # Labels per HNSW segment; None: one graph over everything (a collection made before segments).
         size = config.get("hnsw_segment_size")
         self.segment_size = None if size is None else int(size)
-        # The segment count the last search read: `hnsw.ef_search` is set in the statement that reads
-        # the count, so each segment's first ask (`first_ask`) is sized on the count seen before.
-        self._segments_seen = 0
+        # The segment count and last label the last search read: `hnsw.ef_search` is set in the
+        # statement that reads them, so it is sized on the first asks (`first_asks`) seen before.
+        self._seen: tuple[int, int] | None = None
         self.index = self
         self.watermark = self.saved = Watermark()
         self._twin: PostgresDense | None = None
@@ -118,16 +118,22 @@ class PostgresDense:
             if not exact:
                 # Unfiltered, each segment is first asked for its share of k; a filter can leave a
                 # segment short of any share, so filtered searches ask every segment for all k.
-                optimistic = self.segment_size is not None and condition == "TRUE"
-                guess = first_ask(k, self._segments_seen) if optimistic else k
+                size = self.segment_size
+                optimistic = size is not None and condition == "TRUE"
+                seen = self._seen if optimistic else None
+                guess = max(first_asks(k, *seen, size), default=k) if seen and size else k
                 ef = min(max(self.ef_search, guess), MAX_EF_SEARCH)
-                segments = read_count(conn.execute(count_sql(self.store.t("meta")), [str(ef)]).fetchone())
-                if self.segment_size is not None:
-                    self._segments_seen = segments
+                meta, state = self.store.t("meta"), self.store.t("state")
+                _, count, last_label = conn.execute(count_sql(meta, state), [str(ef)]).fetchone()
+                if size is not None:
+                    segments = read_count(count)
+                    self._seen = (segments, int(last_label))
                     if not segments:
                         return []
-                    ask = min(first_ask(k, segments), ef) if optimistic else k
-                    return self._segmented(vector, k, ask, condition, params, segments, self.segment_size)
+                    asks = [k] * segments
+                    if optimistic:  # never more than the walk's ef (set from the asks seen before)
+                        asks = [min(n, ef) for n in first_asks(k, segments, int(last_label), size)]
+                    return self._segmented(vector, k, asks, condition, params, size)
             # One graph over everything, or exact: ordering by an expression the index cannot serve
             # ("+ 0") makes PostgreSQL scan and sort, whatever the planner settings or a cached plan say.
             order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
@@ -139,21 +145,15 @@ class PostgresDense:
         return [(int(label), float(distance)) for label, distance in rows]
 
     def _segmented(
-        self,
-        vector: np.ndarray,
-        k: int,
-        ask: int,
-        condition: str,
-        params: list[Any],
-        segments: int,
-        size: int,
+        self, vector: np.ndarray, k: int, asks: list[int], condition: str, params: list[Any], size: int
     ) -> list[tuple[int, float]]:
-        """Inside the search's snapshot: every segment's best `ask`, merged; then the segments that
-        may hold more of the best k (`merge`) asked again for all k, at an `ef_search` of k."""
+        """Inside the search's snapshot: each segment's best `asks[n]`, merged; then the segments
+        that may hold more of the best k (`merge`) asked again for all k, at an `ef_search` of at
+        least k."""
         op, documents, conn = OPERATOR[self.metric], self.store.t("documents"), self.store.conn
-        sql = search_sql(documents, op, condition, range(segments), size)
-        rows = conn.execute(sql, [vector, *params, vector, ask] * segments).fetchall()
-        best, again = merge(rows, k, ask)
+        sql = search_sql(documents, op, condition, range(len(asks)), size)
+        rows = conn.execute(sql, [x for n in asks for x in (vector, *params, vector, n)]).fetchall()
+        best, again = merge(rows, k, asks)
         if again:
             conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true)",
@@ -162,6 +162,8 @@ class PostgresDense:
             sql = search_sql(documents, op, condition, again, size)
             kept = [row for row in rows if row[0] not in again]
             best, _ = merge(
-                kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(), k, k
+                kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(),
+                k,
+                [k] * len(asks),
             )
         return best

@@ -9,12 +9,21 @@ longer changes but for deletions.
 
 The writer makes a segment's index in the transaction that first stores a label in its range, and
 records how many exist (`meta.hnsw_segments`) in the same transaction: so whatever a snapshot of the
-database holds, every label in it lies in a segment it counts. A search reads that count in the
-statement that sets `hnsw.ef_search`, then asks every segment for its best k in one statement: a
-`UNION ALL` of per-range `ORDER BY embedding <op> q LIMIT k`, merged in SQL. Both statements read one
-snapshot (a repeatable-read transaction), so a segment committed between them is not missed. The
-range bounds are written into the SQL as literals, because a generic plan with parameters cannot
-prove a partial index's predicate.
+database holds, every label in it lies in a segment it counts. A search reads that count (and the
+last label) in the statement that sets `hnsw.ef_search`, then asks every segment in one statement: a
+`UNION ALL` of per-range `ORDER BY embedding <op> q LIMIT n`. All statements read one snapshot (a
+repeatable-read transaction), so a segment committed between them is not missed. The range bounds
+are written into the SQL as literals, because a generic plan with parameters cannot prove a partial
+index's predicate.
+
+Each segment is first asked for its share of k, not all of k (`first_asks`): a walk's cost grows
+with `ef_search`, and a hybrid search over documents asks for 400 passages (100 candidates, 4 passages
+each), so asking each of 8 graphs for 400 made the dense side of a search at 1M cost 8 walks at
+`ef_search` 400. The share is Lucene's "optimistic"
+per-segment k (k times the segment's part of the labels, plus standard deviations of the binomial;
+the newest segment is partly filled, so the others' parts are larger than 1 / segments), and so is
+the check that follows: a segment whose last hit still ranks within the merged best k may hold more
+of them, and is asked again for all k in the same snapshot.
 
 A collection made before segments (no `hnsw_segment_size` in its meta) keeps its one graph,
 `documents_embedding_hnsw`, and is searched as before.
@@ -41,11 +50,11 @@ class PostgresStore(Protocol):
 SEGMENT_SIZE = 131_072
 INDEX_PREFIX = "documents_embedding_hnsw"
 OPCLASS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops"}
-# Standard deviations past a segment's even share of k that it is first asked for. Lucene pads by
-# 16, as a segment asked again there is walked again from its start; here asking again costs one
-# round trip and one walk of that segment only, so a narrower margin (a segment holds more than its
-# share plus 3 deviations about once in a thousand when passages are spread evenly) pays.
-MARGIN = 3.0
+# Standard deviations of the binomial past a segment's share of k that it is first asked for:
+# Lucene's LAMBDA. A segment is walked as wide as it is asked (`ef_search`), and what a walk finds
+# grows with its width, so the margin is wide: it keeps nearly all that asking every segment for all
+# k found, for a fraction of the walk (docs/benchmarks.md), and a segment is rarely asked again.
+MARGIN = 16.0
 
 
 def segment_size(hnsw: dict[str, Any]) -> int:
@@ -74,7 +83,7 @@ def add_segments(store: PostgresStore, last_label: int, size: int) -> None:
     their count. Most inserts stay within the newest segment and cost one read of the count."""
     meta = store.t("meta")
     found = store.conn.execute(f"SELECT value FROM {meta} WHERE key = 'hnsw_segments'").fetchone()
-    have, need = read_count((found[0] if found else None,)), -(-last_label // size)
+    have, need = read_count(found[0] if found else None), -(-last_label // size)
     if need <= have:
         return
     rows = store.conn.execute(f"SELECT key, value FROM {meta} WHERE key IN ('metric', 'hnsw')").fetchall()
@@ -94,27 +103,38 @@ def add_segments(store: PostgresStore, last_label: int, size: int) -> None:
     )
 
 
-def read_count(row: tuple[Any, ...]) -> int:
-    """The segment count from the JSON `meta` value a search statement selected (0 when absent)."""
-    return 0 if row[-1] is None else int(json.loads(row[-1]))
+def read_count(value: Any) -> int:
+    """The segment count from its JSON `meta` value (0 when absent)."""
+    return 0 if value is None else int(json.loads(value))
 
 
-def count_sql(meta: str) -> str:
+def count_sql(meta: str, state: str) -> str:
     """Set `hnsw.ef_search` for this transaction (parameter: its value as text) and read the
-    segment count, in one statement: a search costs no more round trips than with one graph."""
+    segment count and the last label given, in one statement: a search costs no more round trips
+    than with one graph."""
     return (
         "SELECT set_config('hnsw.ef_search', %s, true), "
-        f"(SELECT value FROM {meta} WHERE key = 'hnsw_segments')"
+        f"(SELECT value FROM {meta} WHERE key = 'hnsw_segments'), (SELECT last_label FROM {state})"
     )
 
 
-def first_ask(k: int, segments: int) -> int:
-    """How many hits each of `segments` equal segments is first asked for, for the best k of all:
-    its share of k plus `MARGIN` standard deviations of the binomial, at least 1 and at most k."""
-    if segments <= 1:
+def first_ask(k: int, part: float) -> int:
+    """How many hits a segment holding `part` of the labels is first asked for, for the best k of
+    all: its share of k plus `MARGIN` standard deviations of the binomial, at least 1 and at most k."""
+    if part >= 1:
         return k
-    share = k / segments
-    return max(1, min(k, math.ceil(share + MARGIN * math.sqrt(share * (1 - 1 / segments)))))
+    share = k * part
+    return max(1, min(k, math.ceil(share + MARGIN * math.sqrt(share * (1 - part)))))
+
+
+def first_asks(k: int, segments: int, last_label: int, size: int) -> list[int]:
+    """`first_ask` for each of `segments` segments of `size` labels, the newest holding those up to
+    `last_label` (deleted passages are not told apart: they thin every segment alike)."""
+    if segments <= 1:
+        return [k] * segments
+    newest = min(max(last_label - (segments - 1) * size, 1), size)
+    total = (segments - 1) * size + newest
+    return [first_ask(k, (size if n < segments - 1 else newest) / total) for n in range(segments)]
 
 
 def search_sql(documents: str, op: str, condition: str, numbers: Sequence[int], size: int) -> str:
@@ -132,20 +152,19 @@ def search_sql(documents: str, op: str, condition: str, numbers: Sequence[int], 
 
 
 def merge(
-    rows: Sequence[tuple[int, int, float]], k: int, asked: int
+    rows: Sequence[tuple[int, int, float]], k: int, asked: Sequence[int]
 ) -> tuple[list[tuple[int, float]], list[int]]:
     """The best k (label, distance) of every segment's rows (segment, label, distance), and the
-    segments to ask again for all k: those asked for `asked` < k hits that gave as many, the last of
-    which still ranks within the best k (ties included), so that more of theirs may too."""
+    segments to ask again for all k: those asked (`asked`, by segment number) for fewer than k that
+    gave as many, the last of which still ranks within the best k (ties included), so that more of
+    theirs may too."""
     ranked = sorted(rows, key=lambda row: (row[2], row[1]))
     best = [(int(label), float(distance)) for _, label, distance in ranked[:k]]
-    if asked >= k:
-        return best, []
     bar = best[-1][1] if len(best) == k else math.inf
     given: dict[int, int] = {}
     last: dict[int, float] = {}
     for segment, _, distance in rows:
         given[segment] = given.get(segment, 0) + 1
         last[segment] = max(last.get(segment, -math.inf), float(distance))
-    again = sorted(s for s, n in given.items() if n >= asked and last[s] <= bar)
+    again = sorted(s for s, n in given.items() if asked[s] < k and n >= asked[s] and last[s] <= bar)
     return best, again
