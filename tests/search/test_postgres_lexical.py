@@ -1,7 +1,8 @@
 """BM25 in PostgreSQL against the in-process index over the same store: for each SQL-scored method,
 the scores of `PostgresLexical` equal those of `live_lexical.LexicalIndex` (bm25s's formulas) to
 float32 rounding, after adds, deletes and upserts, with windows of passages that share their tokens,
-unfiltered and filtered; a collection made before the postings gets them from its stored tokens."""
+unfiltered and filtered; a collection made before the postings gets them from its stored tokens,
+and one made before the terms table gets it from its postings (readers count df meanwhile)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from munjang.search.storage.base import NewRow
 from munjang.search.storage.filters import compile_filter
 from munjang.search.storage.live_lexical import LexicalIndex
-from munjang.search.storage.postgres_lexical import PostgresLexical, has_postings
+from munjang.search.storage.postgres_lexical import PostgresLexical, has_postings, has_terms
 from munjang.search.storage.postgres_store import PostgresStore
 
 VOCAB = [f"w{i}" for i in range(60)] + ["사과", "배", "주식", "날씨", "고양이"]
@@ -116,7 +117,7 @@ def test_a_collection_made_before_the_postings_gets_them_from_its_tokens(store, 
     _insert(store, _rows(rng, 0, 200))
     with store.transaction():
         store.delete(["d3", "d10"])
-    for table in ("lexical_texts", "lexical_postings", "lexical_stats"):
+    for table in ("lexical_texts", "lexical_postings", "lexical_stats", "lexical_terms"):
         store.conn.execute(f"DROP TABLE {store.t(table)}")
     reader = PostgresStore(postgres_url, store.name, readonly=True)
     reader.check_schema()  # a read-only open leaves it as it is (BM25 then runs in process)
@@ -128,5 +129,42 @@ def test_a_collection_made_before_the_postings_gets_them_from_its_tokens(store, 
     _insert(writer, _rows(rng, 200, 30))  # and keeps them with each write
     _compare(writer, {}, rng)
     assert writer.integrity_problems("m") == []
+    reader.close()
+    writer.close()
+
+
+def test_a_collection_made_before_the_terms_table_gets_it_from_its_postings(store, postgres_url) -> None:
+    rng = random.Random(2)
+    _insert(store, _rows(rng, 0, 200))
+    with store.transaction():
+        store.delete([f"d{i}" for i in range(0, 200, 9)])
+    store.conn.execute(f"DROP TABLE {store.t('lexical_terms')}")
+    reader = PostgresStore(postgres_url, store.name, readonly=True)
+    reader.check_schema()  # a read-only open leaves it as it is: df is counted on the postings
+    assert has_postings(reader) and not has_terms(reader)
+    _compare(reader, {}, rng)
+    writer = PostgresStore(postgres_url, store.name)
+    writer.check_schema()  # the first writable open counts it from the postings
+    assert has_terms(writer)
+    _compare(writer, {}, rng)
+    _insert(writer, _rows(rng, 200, 30))  # and keeps it with each write and delete
+    with writer.transaction():
+        writer.delete([f"d{i}" for i in range(1, 230, 4)])
+    _compare(writer, {}, rng)
+    _compare(reader, {}, rng)  # the reader opened before still counts, and agrees
+    assert writer.integrity_problems("m") == []
+    counted = dict(
+        writer.conn.execute(
+            f"SELECT term, count(*) FROM {writer.t('lexical_postings')} GROUP BY term"
+        ).fetchall()
+    )
+    kept = dict(
+        writer.conn.execute(f"SELECT term, df FROM {writer.t('lexical_terms')} WHERE df > 0").fetchall()
+    )
+    assert kept == counted
+    writer.conn.execute(f"UPDATE {writer.t('lexical_terms')} SET df = df + 1 WHERE term = '사과'")
+    assert writer.integrity_problems("m") == [
+        "the document frequencies of 1 terms disagree with their postings"
+    ]
     reader.close()
     writer.close()

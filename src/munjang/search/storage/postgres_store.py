@@ -14,8 +14,8 @@ in PostgreSQL types:
 - `deletions`: the log of removed labels; `state`: the watermark (last label, last deletion) that
   derived in-process indexes (BM25) catch up from, updated in the same transaction as the data.
 - `meta`: the collection's configuration.
-- `lexical_texts`, `lexical_postings`, `lexical_stats`: BM25's postings, derived from the tokens in
-  the same transactions, which PostgreSQL scores itself (`postgres_lexical.py`).
+- `lexical_texts`, `lexical_postings`, `lexical_stats`, `lexical_terms`: BM25's postings, derived
+  from the tokens in the same transactions, which PostgreSQL scores itself (`postgres_lexical.py`).
 - `sparse_vectors`, `sparse_postings` (a collection with a sparse model): SPLADE's vector cache and
   its postings by label, kept in the same transactions, scored in SQL (`postgres_sparse.py`).
 
@@ -41,7 +41,9 @@ from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark, 
 from .postgres_connect import connect, redact
 from .postgres_lexical import (
     create_postings,
+    create_terms,
     has_postings,
+    has_terms,
     index_passages,
     postings_problems,
     unindex_documents,
@@ -136,16 +138,20 @@ class PostgresStore:
         return self._postings
 
     def _add_postings(self) -> None:
-        """Give a collection created before BM25 ran in SQL its postings, from its stored tokens:
-        once, in one transaction, under the writer lock (no write can slip between)."""
-        if self.has_postings():
+        """Give a collection created before BM25 ran in SQL its postings, from its stored tokens,
+        and one created before the terms table that table, from its postings: once, in one
+        transaction, under the writer lock (no write can slip between)."""
+        if self.has_postings() and has_terms(self):
             return
         with self.write_lock(timeout=600.0):
             self._postings = None
             if not self.has_postings():
                 with self.transaction():
                     create_postings(self)
-                self._postings = True
+            elif not has_terms(self):
+                with self.transaction():
+                    create_terms(self)
+            self._postings = True
 
     def _add_metadata_index(self) -> None:
         """Give a collection created before the metadata index existed its index (once)."""
