@@ -164,7 +164,7 @@ def test_a_collection_made_before_the_terms_table_gets_it_from_its_postings(stor
     assert kept == counted
     writer.conn.execute(f"UPDATE {writer.t('lexical_terms')} SET df = df + 1 WHERE term = '사과'")
     assert writer.integrity_problems("m") == [
-        "the document frequencies of 1 terms disagree with their postings"
+        "terms whose document frequency disagrees with their postings: 1"
     ]
     reader.close()
     writer.close()
