@@ -13,7 +13,7 @@ import pytest
 
 from munjang.search.storage.base import CollectionError, NewRow
 from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_segments import first_ask, first_asks, merge, search_sql
+from munjang.search.storage.postgres_segments import ask_again, best_of, first_ask, first_asks, search_sql
 from munjang.search.storage.postgres_store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 400
@@ -181,7 +181,7 @@ def test_each_segment_is_first_asked_for_its_share_and_again_when_it_may_hold_mo
     assert dense._seen == (8, 1600)
 
 
-def test_first_asks_and_merge() -> None:
+def test_first_asks_best_of_and_ask_again() -> None:
     assert first_ask(100, 1.0) == 100 and first_asks(100, 1, 5, 131_072) == [100]
     assert first_ask(100, 1 / 8) == 66  # 12.5 + 16 x sqrt(12.5 x 7/8)
     assert first_ask(10, 1 / 1000) == 2
@@ -192,8 +192,10 @@ def test_first_asks_and_merge() -> None:
     # (segment, label, distance): segment 0 gave all 2 it was asked for and its last ranks within
     # the best 3, so it may hold more; segment 1's last does not; segment 2 gave fewer than asked.
     rows = [(0, 1, 0.1), (0, 2, 0.2), (1, 3, 0.15), (1, 4, 0.9), (2, 5, 0.3)]
-    assert merge(rows, 3, [2, 2, 2]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [0])
-    assert merge(rows, 3, [3, 3, 3]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # asked for all k: done
-    assert merge(rows, 3, [3, 2, 2]) == ([(1, 0.1), (3, 0.15), (2, 0.2)], [])  # 0 gave fewer than asked
-    assert merge(rows[:1], 3, [1]) == ([(1, 0.1)], [0])  # fewer than k in all: any full segment
-    assert merge([(0, 7, 0.5), (1, 6, 0.5)], 1, [1, 1])[0] == [(6, 0.5)]  # ties: the lower label
+    best = best_of(rows, 3)
+    assert best == [(1, 0.1), (3, 0.15), (2, 0.2)]
+    assert ask_again(rows, best, 3, [2, 2, 2]) == [0]
+    assert ask_again(rows, best, 3, [3, 3, 3]) == []  # asked for all k: done
+    assert ask_again(rows, best, 3, [3, 2, 2]) == []  # 0 gave fewer than asked
+    assert ask_again(rows[:1], best_of(rows[:1], 3), 3, [1]) == [0]  # fewer than k in all: any full one
+    assert best_of([(0, 7, 0.5), (1, 6, 0.5)], 1) == [(6, 0.5)]  # ties: the lower label

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import Watermark
-from .postgres_segments import INDEX_PREFIX, count_sql, first_asks, merge, read_count, search_sql
+from .postgres_segments import INDEX_PREFIX, ask_again, best_of, count_sql, first_asks, read_count, search_sql
 from .postgres_store import PostgresStore
 
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
@@ -148,12 +148,13 @@ class PostgresDense:
         self, vector: np.ndarray, k: int, asks: list[int], condition: str, params: list[Any], size: int
     ) -> list[tuple[int, float]]:
         """Inside the search's snapshot: each segment's best `asks[n]`, merged; then the segments
-        that may hold more of the best k (`merge`) asked again for all k, at an `ef_search` of at
+        that may hold more of the best k (`ask_again`) asked again for all k, at an `ef_search` of at
         least k."""
         op, documents, conn = OPERATOR[self.metric], self.store.t("documents"), self.store.conn
         sql = search_sql(documents, op, condition, range(len(asks)), size)
         rows = conn.execute(sql, [x for n in asks for x in (vector, *params, vector, n)]).fetchall()
-        best, again = merge(rows, k, asks)
+        best = best_of(rows, k)
+        again = ask_again(rows, best, k, asks)
         if again:
             conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true)",
@@ -161,9 +162,5 @@ class PostgresDense:
             )
             sql = search_sql(documents, op, condition, again, size)
             kept = [row for row in rows if row[0] not in again]
-            best, _ = merge(
-                kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(),
-                k,
-                [k] * len(asks),
-            )
+            best = best_of(kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(), k)
         return best

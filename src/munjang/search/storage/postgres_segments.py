@@ -19,11 +19,11 @@ index's predicate.
 Each segment is first asked for its share of k, not all of k (`first_asks`): a walk's cost grows
 with `ef_search`, and a hybrid search over documents asks for 400 passages (100 candidates, 4 passages
 each), so asking each of 8 graphs for 400 made the dense side of a search at 1M cost 8 walks at
-`ef_search` 400. The share is Lucene's "optimistic"
-per-segment k (k times the segment's part of the labels, plus standard deviations of the binomial;
-the newest segment is partly filled, so the others' parts are larger than 1 / segments), and so is
-the check that follows: a segment whose last hit still ranks within the merged best k may hold more
-of them, and is asked again for all k in the same snapshot.
+`ef_search` 400. The share is Lucene's "optimistic" per-segment k (k times the segment's part of
+the labels, plus standard deviations of the binomial; the newest segment is partly filled, so the
+others' parts are larger than 1 / segments), and so is the check that follows (`ask_again`): a
+segment whose last hit still ranks within the merged best k (`best_of`) may hold more of them, and
+is asked again for all k in the same snapshot.
 
 A collection made before segments (no `hnsw_segment_size` in its meta) keeps its one graph,
 `documents_embedding_hnsw`, and is searched as before.
@@ -151,20 +151,22 @@ def search_sql(documents: str, op: str, condition: str, numbers: Sequence[int], 
     return " UNION ALL ".join(branches)
 
 
-def merge(
-    rows: Sequence[tuple[int, int, float]], k: int, asked: Sequence[int]
-) -> tuple[list[tuple[int, float]], list[int]]:
-    """The best k (label, distance) of every segment's rows (segment, label, distance), and the
-    segments to ask again for all k: those asked (`asked`, by segment number) for fewer than k that
-    gave as many, the last of which still ranks within the best k (ties included), so that more of
-    theirs may too."""
+def best_of(rows: Sequence[tuple[int, int, float]], k: int) -> list[tuple[int, float]]:
+    """The best k (label, distance) of every segment's rows (segment, label, distance), ties by label."""
     ranked = sorted(rows, key=lambda row: (row[2], row[1]))
-    best = [(int(label), float(distance)) for _, label, distance in ranked[:k]]
+    return [(int(label), float(distance)) for _, label, distance in ranked[:k]]
+
+
+def ask_again(
+    rows: Sequence[tuple[int, int, float]], best: Sequence[tuple[int, float]], k: int, asked: Sequence[int]
+) -> list[int]:
+    """The segments to ask again for all k: those asked (`asked`, by segment number) for fewer than k
+    that gave as many, the last of which still ranks within the `best` k (ties included), so that
+    more of theirs may too."""
     bar = best[-1][1] if len(best) == k else math.inf
     given: dict[int, int] = {}
     last: dict[int, float] = {}
     for segment, _, distance in rows:
         given[segment] = given.get(segment, 0) + 1
         last[segment] = max(last.get(segment, -math.inf), float(distance))
-    again = sorted(s for s, n in given.items() if asked[s] < k and n >= asked[s] and last[s] <= bar)
-    return best, again
+    return sorted(s for s, n in given.items() if asked[s] < k and n >= asked[s] and last[s] <= bar)
