@@ -18,11 +18,17 @@ tokenizer: encoding costs little, so the storage and index costs show). After ea
     python bench/collection_scale.py --batch 50000 --batches 4 --name collection_scale-200k
     python bench/collection_scale.py --backend postgres --batch 20000 --batches 5 \
         --name collection_scale-postgres-100k                         # pgserver's PostgreSQL
+    python bench/collection_scale.py --backend postgres --index hnsw --huge-pages \
+        --name collection_scale-postgres-hnsw-hugepages-1m            # sysctl vm.nr_hugepages first
 
 PostgreSQL runs with `shared_buffers` at a quarter of the machine's memory, PostgreSQL's own
 advice for a dedicated server (`--shared-buffers 128MB`: pgserver's default). With 128 MB, a search
 right after a commit reads most of the HNSW pages it visits back from the operating system's cache
-while writing out the pages the add left dirty.
+while writing out the pages the add left dirty. `--huge-pages` runs it with `huge_pages = on`
+(PostgreSQL's advice for large `shared_buffers`, the default of managed services such as Amazon
+RDS): with 4 kB pages, each database process maps every buffer it touches for the first time
+with a page fault, and after a commit a search's walk lands on thousands of buffers its process has
+not touched yet.
 """
 
 from __future__ import annotations
@@ -171,6 +177,37 @@ def quarter_of_memory() -> str:
     return f"{pages * size // 4 // 2**20}MB"
 
 
+def free_huge_pages() -> int:
+    """The operating system's reserved huge pages still free (Linux /proc/meminfo; 0 elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("HugePages_Free:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def with_huge_pages(server: Any, data_dir: Path) -> Any:
+    """The server restarted with `huge_pages = on`, after checking that the operating system has
+    reserved as many as PostgreSQL says its shared memory needs (else exit with the command)."""
+    import pgserver
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        need = int(conn.execute("SHOW shared_memory_size_in_huge_pages").fetchone()[0])
+        if free_huge_pages() < need:
+            server.cleanup()
+            sys.exit(
+                f"error: PostgreSQL's shared memory needs {need} huge pages and {free_huge_pages()} "
+                f"are free; reserve them first (as root): sysctl vm.nr_hugepages={need + 64}"
+            )
+        conn.execute("ALTER SYSTEM SET huge_pages = 'on'")
+    server.cleanup()
+    return pgserver.get_server(data_dir, cleanup_mode="stop")
+
+
 def timed(fn: Any, *args: Any, **kwargs: Any) -> float:
     started = time.perf_counter()
     fn(*args, **kwargs)
@@ -187,6 +224,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--shared-buffers", default=quarter_of_memory(), help="PostgreSQL's shared_buffers (postgres backend)"
     )
+    parser.add_argument(
+        "--huge-pages",
+        action="store_true",
+        help="run PostgreSQL with huge_pages = on (reserve them first: the error says how many)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the collection (its folder is printed)")
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -200,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     pool = load_corpus(5000, seed=0, lang="ko")
     work = Path(tempfile.mkdtemp(prefix="munjang-scale-"))
     model = cheap_encoder(work / "static64")
-    server, shared_buffers = None, None
+    server, shared_buffers, huge_pages = None, None, None
     if args.backend == "postgres":
         import pgserver
         import psycopg
@@ -210,10 +252,13 @@ def main(argv: list[str] | None = None) -> None:
             conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
         server.cleanup()  # a restart takes the setting
         server = pgserver.get_server(work / "pg", cleanup_mode="stop")
+        if args.huge_pages:
+            server = with_huge_pages(server, work / "pg")
         url: str | None = server.get_uri()
         with psycopg.connect(url, autocommit=True) as conn:
             shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
-        print(f"PostgreSQL shared_buffers: {shared_buffers}")
+            huge_pages = conn.execute("SHOW huge_pages").fetchone()[0]
+        print(f"PostgreSQL shared_buffers: {shared_buffers}, huge_pages: {huge_pages}")
         where = "scale"
     else:
         url, where = None, str(work / "collection")
@@ -257,6 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         "batch": args.batch,
         "index": args.index,
         "shared_buffers": shared_buffers,
+        "huge_pages": huge_pages,
         "encoder": "random 64-d static model on multilingual-e5-small's tokenizer",
         "rows": rows,
         "last_batch_throughput_vs_first": round(
