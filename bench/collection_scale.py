@@ -127,16 +127,22 @@ def reader(where: str, backend: str | None) -> dict[str, Any]:
     }
 
 
-def peak_rss_kib() -> int:
-    """The peak resident memory of this process's own image (Linux VmHWM; ru_maxrss elsewhere)."""
+def proc_number(path: str, key: str) -> int | None:
+    """The first number on the line of a Linux /proc file that starts with `key` (None elsewhere)."""
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return None
+
+
+def peak_rss_kib() -> int:
+    """The peak resident memory of this process's own image (Linux VmHWM; ru_maxrss elsewhere)."""
+    peak = proc_number("/proc/self/status", "VmHWM:")
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) if peak is None else peak
 
 
 def postmaster_pid(data_dir: Path) -> int:
@@ -179,14 +185,7 @@ def quarter_of_memory() -> str:
 
 def free_huge_pages() -> int:
     """The operating system's reserved huge pages still free (Linux /proc/meminfo; 0 elsewhere)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("HugePages_Free:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return proc_number("/proc/meminfo", "HugePages_Free:") or 0
 
 
 def with_huge_pages(server: Any, data_dir: Path) -> Any:
