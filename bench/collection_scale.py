@@ -252,7 +252,11 @@ def main(argv: list[str] | None = None) -> None:
         server.cleanup()  # a restart takes the setting
         server = pgserver.get_server(work / "pg", cleanup_mode="stop")
         if args.huge_pages:
-            server = with_huge_pages(server, work / "pg")
+            try:
+                server = with_huge_pages(server, work / "pg")
+            except SystemExit:
+                shutil.rmtree(work, ignore_errors=True)  # the server is stopped: nothing of this run kept
+                raise
         url: str | None = server.get_uri()
         with psycopg.connect(url, autocommit=True) as conn:
             shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
