@@ -188,20 +188,28 @@ def free_huge_pages() -> int:
     return proc_number("/proc/meminfo", "HugePages_Free:") or 0
 
 
-def with_huge_pages(server: Any, data_dir: Path) -> Any:
-    """The server restarted with `huge_pages = on`, after checking that the operating system has
-    reserved as many as PostgreSQL says its shared memory needs (else exit with the command)."""
-    import pgserver
+def require_huge_pages(server: Any) -> None:
+    """Stop the server and exit with the command to run unless the operating system has reserved
+    as many huge pages as PostgreSQL says its shared memory needs."""
     import psycopg
 
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         need = int(conn.execute("SHOW shared_memory_size_in_huge_pages").fetchone()[0])
-        if free_huge_pages() < need:
-            server.cleanup()
-            sys.exit(
-                f"error: PostgreSQL's shared memory needs {need} huge pages and {free_huge_pages()} "
-                f"are free; reserve them first (as root): sysctl vm.nr_hugepages={need + 64}"
-            )
+    if free_huge_pages() < need:
+        server.cleanup()
+        sys.exit(
+            f"error: PostgreSQL's shared memory needs {need} huge pages and {free_huge_pages()} "
+            f"are free; reserve them first (as root): sysctl vm.nr_hugepages={need + 64}"
+        )
+
+
+def with_huge_pages(server: Any, data_dir: Path) -> Any:
+    """The server restarted with `huge_pages = on` (`require_huge_pages` first)."""
+    import pgserver
+    import psycopg
+
+    require_huge_pages(server)
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET huge_pages = 'on'")
     server.cleanup()
     return pgserver.get_server(data_dir, cleanup_mode="stop")

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from collection_scale import free_huge_pages
+from collection_scale import require_huge_pages
 from common import load_corpus, print_environment, write_result
 
 
@@ -50,35 +50,21 @@ SETTINGS = {
 
 
 def restart(database: str, huge_pages: str, environment: dict[str, str]) -> Any:
-    """The kept server, restarted with `huge_pages` ("on" or "off") and `environment` added to
-    its processes' environment; exits with the command to reserve huge pages when the operating
-    system has too few."""
+    """The kept server, restarted with `huge_pages` ("on" or "off") and the malloc variables of
+    `environment` (none: glibc's defaults) in its processes' environment."""
     import pgserver
     import psycopg
 
     server = pgserver.get_server(database, cleanup_mode="stop")
+    if huge_pages == "on":
+        require_huge_pages(server)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        need = int(conn.execute("SHOW shared_memory_size_in_huge_pages").fetchone()[0])
-        if huge_pages == "on" and free_huge_pages() < need:
-            server.cleanup()
-            sys.exit(
-                f"error: PostgreSQL's shared memory needs {need} huge pages and {free_huge_pages()} "
-                f"are free; reserve them first (as root): sysctl vm.nr_hugepages={need + 64}"
-            )
         conn.execute(f"ALTER SYSTEM SET huge_pages = '{huge_pages}'")
     server.cleanup()
-    saved = {name: os.environ.get(name) for name in MALLOC_ENVIRONMENT}
-    for name in MALLOC_ENVIRONMENT:
+    for name in MALLOC_ENVIRONMENT:  # the server started next inherits this process's environment
         os.environ.pop(name, None)
     os.environ.update(environment)
-    try:
-        return pgserver.get_server(database, cleanup_mode="stop")
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return pgserver.get_server(database, cleanup_mode="stop")
 
 
 def connection(url: str, name: str, queries: list[str]) -> list[tuple[float, int]]:
