@@ -30,7 +30,9 @@ def test_mapped_exact_answers_as_exact(tmp_path: Path, metric: str) -> None:
         want = reference.search(queries, k, allowed=allowed)
         got = mapped.search(queries, k, allowed=allowed)
         np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+        # float32 rounding: the two may sum a dot product in another order (the mapped array's
+        # alignment can pick another SIMD path), so scores near 0 get an absolute tolerance too.
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-5)
         assert len(mapped) == len(reference)
         np.testing.assert_array_equal(mapped.ids(), reference.ids())
 
