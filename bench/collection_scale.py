@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
     if server is not None:
         server.cleanup()
     if args.keep:
-        print(f"kept: {where}")
+        print(f"kept: {work}" + (f" (database folder {work / 'pg'}, collection {where!r})" if url else ""))
     else:  # a 1M-passage folder is gigabytes
         shutil.rmtree(work, ignore_errors=True)
     payload = {

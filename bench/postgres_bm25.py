@@ -1,0 +1,147 @@
+"""BM25 in PostgreSQL: a query's postings summed per text by a merge or by a hash, side by side.
+
+On a collection kept by `bench/collection_scale.py --backend postgres --keep` (its database folder is
+printed), Korean queries (KorSTS sentences the collection's passages are not made of, tokenized by
+the collection's tokenizer) are searched for the best k passages through `PostgresLexical` (each
+term's postings scanned in text order, the scans merged and each text's score summed as its rows
+pass: a merge append and a group aggregate) and through the statement munjang ran before (the terms
+joined with their postings and summed in a hash table by text), in alternating rounds. For each: the
+median, 90th percentile and worst milliseconds of one search, and the number of postings a query
+reads; the two must return the same passages with the same scores.
+
+    python bench/collection_scale.py --backend postgres --index hnsw --batch 100000 --batches 10 --keep
+    python bench/postgres_bm25.py --database /tmp/munjang-scale-XXXX/pg
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import load_corpus, print_environment, write_result
+
+
+def hashed_sql(lexical: Any) -> str:
+    """The unfiltered search statement munjang ran before merged scans (parameters: terms, their
+    query counts, k, k): every term joined with its postings, summed by a hash of the text."""
+    return (
+        f"{lexical._weights}scored AS (SELECT p.text_id, sum(q.w * {lexical._tfc}) AS score FROM q "
+        f'JOIN {lexical._postings} p ON p.term = q.term COLLATE "C" GROUP BY p.text_id) '
+        "SELECT d.label, x.score FROM (SELECT text_id, score FROM scored "
+        f"ORDER BY score DESC, text_id LIMIT %s) x {lexical._passages}ORDER BY x.score DESC, d.label LIMIT %s"
+    )
+
+
+def close(x: float, y: float) -> bool:
+    """Equal up to float8 rounding (the two statements sum a text's terms in different orders)."""
+    return abs(x - y) <= 1e-9 * max(1.0, abs(y))
+
+
+def same_up_to_rounding(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    """Assert that two searches found the same passages with the same scores, up to rounding: a
+    passage only one of them holds must tie, up to rounding, with the last score of both (texts
+    with equal scores that rounding told apart). True when such a tie was cut differently."""
+    assert len(a) == len(b), "different numbers of passages"
+    scores_a, scores_b = dict(a), dict(b)
+    for label in scores_a.keys() & scores_b.keys():
+        assert close(scores_a[label], scores_b[label]), f"passage {label}: different scores"
+    only = [scores_a[x] for x in scores_a.keys() - scores_b.keys()] + [
+        scores_b[x] for x in scores_b.keys() - scores_a.keys()
+    ]
+    assert all(close(score, a[-1][1]) and close(score, b[-1][1]) for score in only), "different passages"
+    return bool(only)
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "median_ms": round(statistics.median(ordered) * 1000, 1),
+        "p90_ms": round(ordered[int(0.9 * (len(ordered) - 1))] * 1000, 1),
+        "max_ms": round(ordered[-1] * 1000, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", required=True, help="the kept collection's pgserver folder")
+    parser.add_argument("--collection", default="scale")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--k", type=int, nargs="+", default=[10, 400])
+    parser.add_argument("--name", default="postgres_bm25")
+    args = parser.parse_args(argv)
+    environment = print_environment()
+    import pgserver
+
+    from munjang.search import Collection
+    from munjang.search.index.tokenizers import tokenizer_from_config
+
+    server = pgserver.get_server(args.database, cleanup_mode="stop")
+    collection = Collection.open(args.collection, backend=server.get_uri(), readonly=True)
+    lexical, store = collection.lexical, collection.store
+    tokenizer = tokenizer_from_config(store.get_meta()["lexical"]["tokenizer"])
+    queries = [tokenizer(q) for q in load_corpus(2000, seed=11, lang="ko")[1000 : 1000 + args.queries]]
+    queries = [q for q in queries if q]
+    postings = []
+    for tokens in queries:
+        row = store.conn.execute(
+            f"SELECT coalesce(sum(df), 0) FROM {store.t('lexical_terms')} WHERE term = ANY(%s)",
+            [list(set(tokens))],
+        ).fetchone()
+        postings.append(int(row[0]))
+    old = hashed_sql(lexical)
+
+    def hashed(tokens: list[str], k: int) -> list[tuple[int, float]]:
+        counts = Counter(tokens)
+        rows = store.conn.execute(old, [list(counts), [float(c) for c in counts.values()], k, k]).fetchall()
+        return [(int(label), float(score)) for label, score in rows]
+
+    def merged(tokens: list[str], k: int) -> list[tuple[int, float]]:
+        return lexical.search([tokens], k)[0]
+
+    results: dict[str, Any] = {}
+    for k in args.k:
+        times: dict[str, list[float]] = {"merged": [], "hashed": []}
+        ways = (("merged", merged), ("hashed", hashed))
+        for turn in range(args.rounds):  # alternating which goes first
+            for name, search in ways if turn % 2 == 0 else ways[::-1]:
+                search(queries[0], k)  # the plan and the pages once
+                for tokens in queries:
+                    started = time.perf_counter()
+                    search(tokens, k)
+                    times[name].append(time.perf_counter() - started)
+        swapped = 0
+        for tokens in queries:
+            swapped += same_up_to_rounding(merged(tokens, k), hashed(tokens, k))
+        results[str(k)] = {name: summary(ts) for name, ts in times.items()}
+        results[str(k)]["queries_with_ties_swapped_at_k"] = swapped
+        results[str(k)]["median_ratio_hashed_over_merged"] = round(
+            results[str(k)]["hashed"]["median_ms"] / results[str(k)]["merged"]["median_ms"], 2
+        )
+        print(f"k {k}:", results[str(k)], flush=True)
+    passages = store.passage_count()
+    collection.close()
+    server.cleanup()
+    payload = {
+        "passages": passages,
+        "queries": len(queries),
+        "rounds": args.rounds,
+        "postings_per_query": {
+            "median": statistics.median(postings),
+            "p90": sorted(postings)[int(0.9 * (len(postings) - 1))],
+            "max": max(postings),
+        },
+        "by_k": results,
+    }
+    print(f"wrote {write_result(args.name, payload, environment)}")
+
+
+if __name__ == "__main__":
+    main()
