@@ -7,8 +7,9 @@ term's postings scanned in text order, the scans merged and each text's score su
 pass: a merge append and a group aggregate) and through the statement munjang ran before (the terms
 joined with their postings and summed in a hash table by text): each query once both ways untimed
 (its pages read, its plans made), then in alternating rounds. For each: the median, 90th
-percentile and worst milliseconds of one search, and the number of postings a query reads; the two
-must return the same passages with the same scores.
+percentile and worst milliseconds of one search, the number of postings a query reads, and the
+memory the median and the heaviest query's run took in the database (its plan's hash tables and
+sorts, in memory and spilled); the two must return the same passages with the same scores.
 
     python bench/collection_scale.py --backend postgres --index hnsw --batch 100000 --batches 10 --keep
     python bench/postgres_bm25.py --database /tmp/munjang-scale-XXXX/pg
@@ -38,6 +39,25 @@ def hashed_sql(lexical: Any) -> str:
         "SELECT d.label, x.score FROM (SELECT text_id, score FROM scored "
         f"ORDER BY score DESC, text_id LIMIT %s) x {lexical._passages}ORDER BY x.score DESC, d.label LIMIT %s"
     )
+
+
+def query_memory(conn: Any, sql: str, params: list[Any]) -> dict[str, int]:
+    """The memory one run of a statement took in its PostgreSQL backend, from its plan's counters
+    (`EXPLAIN ANALYZE`, kB): the hash tables' and sorts' peak in memory, and what they spilled."""
+    plan = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchone()[0][0]["Plan"]
+    memory = disk = 0
+    nodes = [plan]
+    while nodes:
+        node = nodes.pop()
+        nodes += node.get("Plans", [])
+        memory += int(node.get("Peak Memory Usage", 0))
+        disk += int(node.get("Disk Usage", 0))
+        if "Sort Space Used" in node:
+            space = int(node["Sort Space Used"])
+            memory, disk = (
+                (memory + space, disk) if node.get("Sort Space Type") == "Memory" else (memory, disk + space)
+            )
+    return {"in_memory": memory, "spilled_to_disk": disk}
 
 
 def close(x: float, y: float) -> bool:
@@ -104,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         ).fetchone()
         postings.append(int(row[0]))
     old = hashed_sql(lexical)
+    order = sorted(range(len(queries)), key=postings.__getitem__)  # queries by postings read
 
     def hashed(tokens: list[str], k: int) -> list[tuple[int, float]]:
         counts = Counter(tokens)
@@ -112,6 +133,14 @@ def main(argv: list[str] | None = None) -> None:
 
     def merged(tokens: list[str], k: int) -> list[tuple[int, float]]:
         return lexical.search([tokens], k)[0]
+
+    def statements(tokens: list[str], k: int) -> dict[str, tuple[str, list[Any]]]:
+        counts = Counter(tokens)
+        params: list[Any] = [list(counts), [float(c) for c in counts.values()]]
+        return {
+            "merged": (lexical.statement(len(counts), None), [*params, *counts, k, k]),
+            "hashed": (old, [*params, k, k]),
+        }
 
     results: dict[str, Any] = {}
     for k in args.k:
@@ -129,6 +158,9 @@ def main(argv: list[str] | None = None) -> None:
         for tokens in queries:
             swapped += same_up_to_rounding(merged(tokens, k), hashed(tokens, k))
         results[str(k)] = {name: summary(ts) for name, ts in times.items()}
+        for label, at in (("median", order[len(order) // 2]), ("heaviest", order[-1])):
+            for name, (sql, params) in statements(queries[at], k).items():
+                results[str(k)][name][f"{label}_query_memory_kib"] = query_memory(store.conn, sql, params)
         results[str(k)]["queries_with_ties_swapped_at_k"] = swapped
         results[str(k)]["median_ratio_hashed_over_merged"] = round(
             results[str(k)]["hashed"]["median_ms"] / results[str(k)]["merged"]["median_ms"], 2

@@ -237,9 +237,10 @@ class PostgresLexical:
         """The `q` and `scored` (text_id, score) CTEs of a query of `terms` distinct terms. Each
         term's postings are one index range scan, in text order (the key is (term, text_id)); the
         scans are merged in that order and each text's score summed as its rows pass (a merge and a
-        group aggregate), where summing them by a hash of the text (what a join of the terms with
-        their postings plans) took 1.8 times as long at 1M passages (bench/postgres_bm25.py). A
-        term absent from the collection has no weight and no postings: its scan finds nothing."""
+        group aggregate, in constant memory), where summing them in a hash table of the texts (what
+        a join of the terms with their postings plans) took 1.8 times as long at 1M passages and
+        spilled to disk (bench/postgres_bm25.py). A term absent from the collection has no weight
+        and no postings: its scan finds nothing."""
         branches = " UNION ALL ".join(
             f"(SELECT p.text_id, (SELECT w FROM q WHERE q.n = {n}) * {self._tfc} AS s "
             f"FROM {self._postings} p WHERE p.term = %s ORDER BY p.text_id)"
@@ -248,6 +249,23 @@ class PostgresLexical:
         return (
             f"{self._weights}scored AS (SELECT text_id, sum(s) AS score FROM "
             f"(SELECT * FROM ({branches}) AS a ORDER BY text_id) AS u GROUP BY text_id) "
+        )
+
+    def statement(self, terms: int, condition: str | None) -> str:
+        """The search statement of a query of `terms` distinct terms, filtered by `condition` (SQL
+        over the documents table) or not. Parameters: the terms, their query counts, each term
+        again (its scan), then k twice (unfiltered) or the condition's and k."""
+        scored = self._scored(terms)
+        if condition is None:
+            # Unfiltered: only the best k texts can give the best k passages.
+            return (
+                f"{scored}SELECT d.label, x.score FROM (SELECT text_id, score FROM scored "
+                f"ORDER BY score DESC, text_id LIMIT %s) x {self._passages}"
+                "ORDER BY x.score DESC, d.label LIMIT %s"
+            )
+        return (
+            f"{scored}SELECT d.label, x.score FROM scored x {self._passages}"
+            f"WHERE {condition} ORDER BY x.score DESC, d.label LIMIT %s"
         )
 
     @property
@@ -285,24 +303,12 @@ class PostgresLexical:
                 out.append([])
                 continue
             terms = list(counts)
-            params: list[Any] = [terms, [float(c) for c in counts.values()]]
-            scored = self._scored(len(terms))
-            params += terms
+            params: list[Any] = [terms, [float(c) for c in counts.values()], *terms]
             if where is None:
-                # Unfiltered: only the best k texts can give the best k passages.
-                sql = (
-                    f"{scored}SELECT d.label, x.score FROM (SELECT text_id, score FROM scored "
-                    f"ORDER BY score DESC, text_id LIMIT %s) x {self._passages}"
-                    "ORDER BY x.score DESC, d.label LIMIT %s"
-                )
                 params += [int(k), int(k)]
             else:
-                condition, values = where
-                sql = (
-                    f"{scored}SELECT d.label, x.score FROM scored x {self._passages}"
-                    f"WHERE {condition} ORDER BY x.score DESC, d.label LIMIT %s"
-                )
-                params += [*values, int(k)]
+                params += [*where[1], int(k)]
+            sql = self.statement(len(terms), None if where is None else where[0])
             rows = self.store.conn.execute(sql, params).fetchall()
             out.append([(int(label), float(score)) for label, score in rows])
         return out
