@@ -111,6 +111,23 @@ class Watermark:
 
 
 @dataclass(frozen=True)
+class Counts:
+    """How many documents a collection holds and how many passages they make, as its writes keep
+    them (a document short enough for the model is one passage)."""
+
+    documents: int
+    passages: int
+
+
+def counts_problems(kept: Counts, found: Counts) -> list[str]:
+    """Disagreement between a collection's kept counts and the rows it holds (empty when sound)."""
+    if kept == found:
+        return []
+    said = f"{kept.documents} documents in {kept.passages} passages"
+    return [f"the kept counts say {said}; the rows hold {found.documents} in {found.passages}"]
+
+
+@dataclass(frozen=True)
 class NewRow:
     """A passage to insert: text, metadata JSON, the encoded text's hash, lexical tokens, and where
     it lies in its document (chunk number, span, the whole document's hash when it has several)."""
@@ -143,6 +160,11 @@ class Store(Protocol):
     def snapshot(self) -> AbstractContextManager[None]: ...
     def count(self) -> int: ...
     def passage_count(self) -> int: ...
+    def counts(self) -> Counts | None:
+        """The documents and passages stored, kept by every write (constant time); None for a
+        collection made before they were kept, opened read-only (its next writer counts them)."""
+        ...
+
     def has_passages(self) -> bool: ...
     def has_documents(self) -> bool: ...
     def watermark(self) -> Watermark: ...

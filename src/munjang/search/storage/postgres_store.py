@@ -12,7 +12,8 @@ in PostgreSQL types:
 - `embeddings`: the embedding cache keyed by (model, text_hash), so a text seen before, even in a
   deleted document, costs no encoding.
 - `deletions`: the log of removed labels; `state`: the watermark (last label, last deletion) that
-  derived in-process indexes (BM25) catch up from, updated in the same transaction as the data.
+  derived in-process indexes (BM25) catch up from, and the documents and passages stored
+  (`postgres_counts.py`), updated in the same transaction as the data.
 - `meta`: the collection's configuration.
 - `lexical_texts`, `lexical_postings`, `lexical_stats`, `lexical_terms`: BM25's postings, derived
   from the tokens in the same transactions, which PostgreSQL scores itself (`postgres_lexical.py`).
@@ -37,29 +38,29 @@ from typing import Any
 import numpy as np
 
 from . import postgres_sparse as sparse
-from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, Watermark, sparse_cache_key
+from .base import (
+    CollectionError,
+    Counts,
+    Document,
+    NewRow,
+    Watermark,
+    counts_problems,
+    sparse_cache_key,
+)
 from .postgres_connect import connect, redact
+from .postgres_counts import COLUMNS, counted_rows, has_counts, read_counts
 from .postgres_lexical import (
     create_postings,
-    create_terms,
     has_postings,
-    has_terms,
     index_passages,
     postings_problems,
     unindex_documents,
 )
+from .postgres_schema import METADATA_INDEX, PASSAGES_INDEX, upgrade
 from .postgres_segments import OPCLASS, add_segments, segment_size
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
-# Equality filters compile to jsonb containment (see filters.py), which this index answers.
-METADATA_INDEX = (
-    "CREATE INDEX IF NOT EXISTS documents_metadata_gin ON {documents} USING gin (metadata jsonb_path_ops)"
-)
-
-
-# Answers "is any document stored as several passages?" without a scan.
-PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chunk > 0"
 
 
 class PostgresStore:
@@ -82,6 +83,7 @@ class PostgresStore:
         self._in_transaction = False
         self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
+        self._counts: bool | None = None  # whether `state` keeps the counts (asked once)
 
     # -- naming and set-up -----------------------------------------------------------------------
     def t(self, table: str) -> str:
@@ -106,29 +108,8 @@ class PostgresStore:
                 f"{self.path}: not a munjang collection (missing {', '.join(sorted(missing))})"
             )
         if not self.readonly:
-            self._add_metadata_index()
-            self._upgrade()
-            self._add_postings()
-
-    def _upgrade(self) -> None:
-        """Bring a collection written by an older munjang to this schema, in one transaction:
-        version 1 had one row per document with a unique id; passages need (id, chunk)."""
-        row = self.conn.execute(f"SELECT value FROM {self.t('meta')} WHERE key = 'schema_version'").fetchone()
-        if row is None or json.loads(row[0]) != 1:
-            return
-        documents = self.t("documents")
-        with self.transaction():
-            self.conn.execute(f"ALTER TABLE {documents} DROP CONSTRAINT IF EXISTS documents_id_key")
-            self.conn.execute(
-                f"ALTER TABLE {documents} ADD COLUMN chunk integer NOT NULL DEFAULT 0, "
-                "ADD COLUMN span_start integer NOT NULL DEFAULT 0, ADD COLUMN span_end integer, "
-                "ADD COLUMN doc_hash text, ADD UNIQUE (id, chunk)"
-            )
-            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
-            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
-            self.conn.execute(
-                f"UPDATE {self.t('meta')} SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-            )
+            upgrade(self)
+            self._postings = self._counts = None  # asked again: the upgrade may have made them
 
     def has_postings(self) -> bool:
         """Whether BM25's postings tables exist (a collection made before them gets them when a
@@ -136,32 +117,6 @@ class PostgresStore:
         if self._postings is None:
             self._postings = has_postings(self)
         return self._postings
-
-    def _add_postings(self) -> None:
-        """Give a collection created before BM25 ran in SQL its postings, from its stored tokens,
-        and one created before the terms table that table, from its postings: once, in one
-        transaction, under the writer lock (no write can slip between)."""
-        if self.has_postings() and has_terms(self):
-            return
-        with self.write_lock(timeout=600.0):
-            self._postings = None
-            if not self.has_postings():
-                with self.transaction():
-                    create_postings(self)
-            elif not has_terms(self):
-                with self.transaction():
-                    create_terms(self)
-            self._postings = True
-
-    def _add_metadata_index(self) -> None:
-        """Give a collection created before the metadata index existed its index (once)."""
-        found = self.conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = 'documents_metadata_gin'",
-            (self.schema,),
-        ).fetchone()
-        if found is None:
-            with self.transaction():
-                self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
 
     def create_schema(self, config: dict[str, Any]) -> None:
         """Tables, the text-hash index and (index="hnsw") the size of pgvector's HNSW segments, all or
@@ -179,7 +134,7 @@ class PostgresStore:
             self.conn.execute(f"CREATE TABLE {self.t('meta')} (key text PRIMARY KEY, value text NOT NULL)")
             self.conn.execute(
                 f"CREATE TABLE {self.t('state')} (one boolean PRIMARY KEY DEFAULT true CHECK (one), "
-                "last_label bigint NOT NULL DEFAULT 0, last_deletion bigint NOT NULL DEFAULT 0)"
+                f"last_label bigint NOT NULL DEFAULT 0, last_deletion bigint NOT NULL DEFAULT 0, {COLUMNS})"
             )
             self.conn.execute(f"INSERT INTO {self.t('state')} DEFAULT VALUES")
             self.conn.execute(
@@ -207,7 +162,7 @@ class PostgresStore:
             create_postings(self)
             if config.get("sparse"):
                 sparse.create_sparse(self)
-        self._postings = True
+        self._postings = self._counts = True
 
     @cached_property
     def sparse_key(self) -> str | None:
@@ -325,12 +280,21 @@ class PostgresStore:
     # -- reads -------------------------------------------------------------------------------------
     def count(self) -> int:
         """How many documents (not passages) are stored."""
-        query = f"SELECT count(*) FROM {self.t('documents')} WHERE chunk = 0"
-        return int(self.conn.execute(query).fetchone()[0])
+        return (self.counts() or counted_rows(self)).documents
 
     def passage_count(self) -> int:
         """How many passages (index entries) are stored."""
-        return int(self.conn.execute(f"SELECT count(*) FROM {self.t('documents')}").fetchone()[0])
+        return (self.counts() or counted_rows(self)).passages
+
+    def keeps_counts(self) -> bool:
+        """Whether the `state` row keeps the counts (a collection made before them gets them when a
+        writable munjang first opens it)."""
+        if self._counts is None:
+            self._counts = has_counts(self)
+        return self._counts
+
+    def counts(self) -> Counts | None:
+        return read_counts(self) if self.keeps_counts() else None
 
     def has_passages(self) -> bool:
         """Whether any document is stored as several passages (a partial index answers it)."""
@@ -486,7 +450,12 @@ class PostgresStore:
         if len(labels) != len(rows):
             missing = len(rows) - len(labels)
             raise CollectionError(f"{self.path}: {missing} documents have no cached embedding")
-        cur.execute(f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s)", (max(labels),))
+        documents = sum(1 for r in rows if r.chunk == 0)
+        counted = ", documents = documents + %s, passages = passages + %s" if self.keeps_counts() else ""
+        cur.execute(
+            f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s){counted}",
+            (max(labels), documents, len(labels)) if counted else (max(labels),),
+        )
         if self.hnsw_segment_size is not None:
             add_segments(self, max(labels), self.hnsw_segment_size)
         self._changed = True
@@ -523,15 +492,18 @@ class PostgresStore:
         ).fetchall()
         self.conn.execute(f"DELETE FROM {self.t('sources')} WHERE id = ANY(%s)", (list(ids),))
         labels = sorted(int(r[0]) for r in rows)
+        found = sum(1 for r in rows if r[1] == 0)
         if labels:
             self.conn.cursor().executemany(
                 f"INSERT INTO {self.t('deletions')} (label) VALUES (%s)", [(x,) for x in labels]
             )
+            counted = ", documents = documents - %s, passages = passages - %s" if self.keeps_counts() else ""
             self.conn.execute(
                 f"UPDATE {self.t('state')} SET last_deletion = "
-                f"(SELECT coalesce(max(seq), 0) FROM {self.t('deletions')})"
+                f"(SELECT coalesce(max(seq), 0) FROM {self.t('deletions')}){counted}",
+                (found, len(labels)) if counted else (),
             )
-        return sum(1 for r in rows if r[1] == 0)
+        return found
 
     def prune_embeddings(self, model: str) -> int:
         cur = self.conn.execute(
@@ -551,6 +523,8 @@ class PostgresStore:
             (self.schema,),
         ).fetchall()
         problems += [f"the HNSW index {name} is invalid (REINDEX it)" for (name,) in invalid]
+        if self.keeps_counts():
+            problems += counts_problems(read_counts(self), counted_rows(self))
         orphans = self.conn.execute(
             f"SELECT count(*) FROM {self.t('documents')} d LEFT JOIN {self.t('embeddings')} e "
             "ON e.model = %s AND e.text_hash = d.text_hash WHERE e.vector IS NULL",

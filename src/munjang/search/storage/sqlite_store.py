@@ -18,6 +18,8 @@ Tables:
 - `token_vectors`: the multi-vector (ColBERT) cache of a collection with a multi-vector retriever,
   keyed the same way: a (n_tokens, dim) float16 matrix per passage (`search/token_index.py`).
 - `meta`: the collection's configuration (JSON values).
+- `counts`: one row, the documents and passages stored, kept by the writes that change them, so
+  `len()` and a search's sizing of its passage fetch read two numbers instead of counting rows.
 
 Indexes (HNSW, BM25, the in-memory exact matrix) are derived data. Each records the highest label
 and deletion sequence it has applied; catching up is "add labels above it, remove deletions after
@@ -38,7 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from .base import SCHEMA_VERSION, CollectionError, Document, NewRow, ReadOnlyError, Watermark
+from .base import (
+    SCHEMA_VERSION,
+    CollectionError,
+    Counts,
+    Document,
+    NewRow,
+    ReadOnlyError,
+    Watermark,
+    counts_problems,
+)
 from .disk_faults import Transaction, full_disk, storage_fault, writable_media
 
 # The passages table, shared by a new collection's schema and the version 1 -> 2 migration.
@@ -75,6 +86,17 @@ CREATE TABLE IF NOT EXISTS token_vectors (
 ) WITHOUT ROWID;
 """
 
+# The kept counts; also made in an older folder by its first writable open, counted there once.
+_COUNTS = """
+CREATE TABLE IF NOT EXISTS counts (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    documents INTEGER NOT NULL,
+    passages INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO counts (one, documents, passages)
+    SELECT 1, coalesce(sum(chunk = 0), 0), count(*) FROM documents;
+"""
+
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents ({_DOCUMENTS_COLUMNS});
@@ -91,6 +113,7 @@ CREATE TABLE IF NOT EXISTS deletions (
     label INTEGER NOT NULL
 );
 {_CACHES}
+{_COUNTS}
 """
 
 # Version 1 held one row per document with a UNIQUE id; SQLite cannot drop that constraint in place,
@@ -132,6 +155,8 @@ class DocumentStore:
             self._check_schema()
             if not readonly and not create:
                 self._upgrade()
+                self._add_counts()
+            self._counted = self._has_table("counts")
         except sqlite3.DatabaseError as e:
             fault = storage_fault(e, path.parent) or full_disk(e, path.parent)
             if fault is not None:
@@ -168,6 +193,25 @@ class DocumentStore:
             raise CollectionError(
                 f"{self.path}: not a munjang collection (missing {', '.join(sorted(missing))})"
             )
+
+    def _has_table(self, name: str) -> bool:
+        query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return self.conn.execute(query, (name,)).fetchone() is not None
+
+    def _add_counts(self) -> None:
+        """Give a folder made before the kept counts its `counts` row, counted once in a write
+        transaction (no write can slip between the count and the row)."""
+        if self._has_table("counts") and self.conn.execute("SELECT 1 FROM counts").fetchone():
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _COUNTS.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
 
     def _upgrade(self) -> None:
         """Bring a collection written by an older munjang to this schema, in one transaction."""
@@ -225,11 +269,25 @@ class DocumentStore:
 
     def count(self) -> int:
         """How many documents (not passages) are stored."""
+        counts = self.counts()
+        if counts is not None:
+            return counts.documents
         return int(self.conn.execute("SELECT count(*) FROM documents WHERE chunk = 0").fetchone()[0])
 
     def passage_count(self) -> int:
         """How many passages (index entries) are stored."""
+        counts = self.counts()
+        if counts is not None:
+            return counts.passages
         return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def counts(self) -> Counts | None:
+        """The documents and passages stored, from the `counts` row the writes keep (None: a folder
+        made before it, opened read-only)."""
+        if not self._counted:
+            return None
+        row = self.conn.execute("SELECT documents, passages FROM counts").fetchone()
+        return None if row is None else Counts(int(row[0]), int(row[1]))
 
     def has_passages(self) -> bool:
         """Whether any document is stored as several passages. The partial index answers it at once;
@@ -482,6 +540,10 @@ class DocumentStore:
                 for r in rows
             ],
         )
+        documents = sum(1 for r in rows if r.chunk == 0)
+        self.conn.execute(
+            "UPDATE counts SET documents = documents + ?, passages = passages + ?", (documents, len(rows))
+        )
 
     def put_sources(self, sources: Sequence[tuple[str, str]]) -> None:
         """The whole text of documents stored as several passages: (id, text)."""
@@ -506,6 +568,9 @@ class DocumentStore:
         labels.sort()
         self.conn.executemany("DELETE FROM documents WHERE label = ?", [(x,) for x in labels])
         self.conn.executemany("INSERT INTO deletions (label) VALUES (?)", [(x,) for x in labels])
+        self.conn.execute(
+            "UPDATE counts SET documents = documents - ?, passages = passages - ?", (found, len(labels))
+        )
         return found
 
     def prune_embeddings(self, model: str) -> int:
@@ -525,4 +590,8 @@ class DocumentStore:
         ).fetchone()[0]
         if orphans:
             problems.append(f"{orphans} documents have no embedding for {model!r}")
+        counts = self.counts()
+        if counts is not None:
+            row = self.conn.execute("SELECT coalesce(sum(chunk = 0), 0), count(*) FROM documents").fetchone()
+            problems += counts_problems(counts, Counts(int(row[0]), int(row[1])))
         return problems
