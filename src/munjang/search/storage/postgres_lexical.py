@@ -36,6 +36,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .postgres_merge import merged_sum
+
 
 class PostgresStore(Protocol):
     """What these functions need of `postgres_store.PostgresStore` (named without importing it,
@@ -234,22 +236,15 @@ class PostgresLexical:
         )
 
     def _scored(self, terms: int) -> str:
-        """The `q` and `scored` (text_id, score) CTEs of a query of `terms` distinct terms. Each
-        term's postings are one index range scan, in text order (the key is (term, text_id)); the
-        scans are merged in that order and each text's score summed as its rows pass (a merge and a
-        group aggregate, in constant memory), where summing them in a hash table of the texts (what
-        a join of the terms with their postings plans) took 1.8 times as long at 1M passages and
-        spilled to disk (bench/postgres_bm25.py). A term absent from the collection has no weight
-        and no postings: its scan finds nothing."""
-        branches = " UNION ALL ".join(
-            f"(SELECT p.text_id, (SELECT w FROM q WHERE q.n = {n}) * {self._tfc} AS s "
-            f"FROM {self._postings} p WHERE p.term = %s ORDER BY p.text_id)"
+        """The `q` and `scored` (text_id, score) CTEs of a query of `terms` distinct terms: each
+        term's postings summed per text over merged scans (`postgres_merge.py`). A term absent from
+        the collection has no weight and no postings: its scan finds nothing."""
+        branches = [
+            f"SELECT p.text_id, (SELECT w FROM q WHERE q.n = {n}) * {self._tfc} AS s "
+            f"FROM {self._postings} p WHERE p.term = %s ORDER BY p.text_id"
             for n in range(1, terms + 1)
-        )
-        return (
-            f"{self._weights}scored AS (SELECT text_id, sum(s) AS score FROM "
-            f"(SELECT * FROM ({branches}) AS a ORDER BY text_id) AS u GROUP BY text_id) "
-        )
+        ]
+        return f"{self._weights}scored AS ({merged_sum(branches, 'text_id')}) "
 
     def statement(self, terms: int, condition: str | None) -> str:
         """The search statement of a query of `terms` distinct terms, filtered by `condition` (SQL

@@ -10,9 +10,10 @@ pgserver's pgvector (0.6) has no `sparsevec`, so the vectors are arrays and the 
   (term, label) and covering the weight, so a query token is one index range scan. `insert` derives
   a batch's postings from the cache (`index_sparse`), `delete` removes them (`unindex_sparse`).
 
-A query's score for a passage is Σ q_j · w_jd over the tokens j both have (float8 in SQL; the
-in-process `index/sparse_index.py` sums float32), and only passages sharing a token with the query
-score, as in process; ties go to the lower label.
+A query's score for a passage is Σ q_j · w_jd over the tokens j both have (float8 in SQL, summed
+over merged scans of the tokens' postings, `postgres_merge.py`; the in-process
+`index/sparse_index.py` sums float32), and only passages sharing a token with the query score, as
+in process; ties go to the lower label.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from .base import CollectionError
 from .postgres_lexical import has_tables
+from .postgres_merge import merged_sum
 
 SPARSE_TABLES = ("sparse_vectors", "sparse_postings")
 
@@ -174,13 +176,24 @@ class PostgresSparse:
         if not has_sparse(store):
             raise CollectionError(f"{store.path}: the collection has a sparse model but no sparse tables")
         self.store, self.model = store, model
-        t = store.t
-        self._scored = (
-            "WITH scored AS (SELECT p.label, sum(q.weight * p.weight) AS score "
-            "FROM unnest(%s::int4[], %s::float8[]) AS q(term, weight) "
-            f"JOIN {t('sparse_postings')} p ON p.term = q.term GROUP BY p.label) "
+        self._postings, self._documents = store.t("sparse_postings"), store.t("documents")
+
+    def statement(self, terms: int, condition: str | None) -> str:
+        """The search statement of a query vector of `terms` distinct tokens, filtered by
+        `condition` (SQL over the documents table) or not: each token's postings summed per passage
+        over merged scans (`postgres_merge.py`). Parameters: each token's query weight and id, then
+        the condition's, then k."""
+        branch = (
+            f"SELECT p.label, %s::float8 * p.weight AS s FROM {self._postings} p "
+            "WHERE p.term = %s ORDER BY p.label"
         )
-        self._documents = t("documents")
+        scored = f"WITH scored AS ({merged_sum([branch] * terms, 'label')}) "
+        if condition is None:
+            return f"{scored}SELECT label, score FROM scored WHERE score <> 0 ORDER BY 2 DESC, 1 LIMIT %s"
+        return (
+            f"{scored}SELECT s.label, s.score FROM scored s JOIN {self._documents} d ON d.label = s.label "
+            f"WHERE s.score <> 0 AND ({condition}) ORDER BY 2 DESC, 1 LIMIT %s"
+        )
 
     def search(
         self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, allowed: np.ndarray | None = None
@@ -206,17 +219,11 @@ class PostgresSparse:
             if not keep.any():
                 out.append([])
                 continue
-            params: list[Any] = [terms[keep].tolist(), summed[keep].tolist()]
-            if where is None:
-                sql = f"{self._scored}SELECT label, score FROM scored WHERE score <> 0 "
-            else:
-                condition, values = where
-                sql = (
-                    f"{self._scored}SELECT s.label, s.score FROM scored s JOIN {self._documents} d "
-                    f"ON d.label = s.label WHERE s.score <> 0 AND ({condition}) "
-                )
-                params += values
-            rows = self.store.conn.execute(f"{sql}ORDER BY 2 DESC, 1 LIMIT %s", [*params, int(k)]).fetchall()
+            pairs = zip(summed[keep].tolist(), terms[keep].tolist(), strict=True)
+            params: list[Any] = [x for pair in pairs for x in pair]
+            sql = self.statement(int(keep.sum()), None if where is None else where[0])
+            params += [] if where is None else list(where[1])
+            rows = self.store.conn.execute(sql, [*params, int(k)]).fetchall()
             out.append([(int(label), float(score)) for label, score in rows])
         return out
 
