@@ -16,7 +16,7 @@ from munjang.search.collection.collection import Collection
 from munjang.search.index.exact import top_k_exact
 from munjang.search.index.fusion import normalize_scores
 from munjang.search.storage.base import CollectionError
-from tests.helpers.collection_backends import Backend, qdrant_url
+from tests.helpers.collection_backends import Backend
 from tests.helpers.training import tiny_bert
 
 DOCS = {
@@ -32,15 +32,6 @@ DOCS = {
 def _fill(col: Collection) -> None:
     ids = list(DOCS)
     col.add(ids, [DOCS[i][0] for i in ids], [DOCS[i][1] for i in ids])
-
-
-@pytest.fixture(params=["embedded", "postgres", "qdrant"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "embedded":
-        return Backend("embedded", tmp_path)
-    if request.param == "qdrant":
-        return Backend("qdrant", tmp_path, qdrant_url(tmp_path))
-    return Backend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

@@ -13,21 +13,12 @@ import pytest
 
 from munjang.search.collection.collection import Collection
 from munjang.search.storage.base import Counts
-from tests.helpers.collection_backends import Backend, qdrant_url
+from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES
 
 LONG = " ".join(SENTENCES * 3)  # well over a 32-token passage
 SMALL = {"max_tokens": 32, "overlap_tokens": 0}
 SHORT = ["강아지가 공을 쫓는다.", "고양이가 소파에서 잔다.", "주식 시장이 급락했다.", "내일은 맑겠습니다."]
-
-
-@pytest.fixture(params=["embedded", "postgres", "qdrant"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "embedded":
-        return Backend("embedded", tmp_path)
-    if request.param == "qdrant":
-        return Backend("qdrant", tmp_path, qdrant_url(tmp_path))
-    return Backend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
 
 
 def rows(col: Collection) -> Counts:

@@ -13,21 +13,12 @@ import pytest
 
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.passages import ChunkingConfig
-from tests.helpers.collection_backends import Backend, qdrant_url
+from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES, numbered
 
 LONG = " ".join(SENTENCES * 3)  # well over a 32-token passage
 SHORT = "강아지가 공을 쫓는다."
 SMALL = {"max_tokens": 32, "overlap_tokens": 0}
-
-
-@pytest.fixture(params=["embedded", "postgres", "qdrant"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "embedded":
-        return Backend("embedded", tmp_path)
-    if request.param == "qdrant":
-        return Backend("qdrant", tmp_path, qdrant_url(tmp_path))
-    return Backend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
 
 
 def _passages(col: Collection, doc_id: str) -> list:

@@ -203,15 +203,10 @@ class DocumentStore:
         transaction (no write can slip between the count and the row)."""
         if self._has_table("counts") and self.conn.execute("SELECT 1 FROM counts").fetchone():
             return
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             for statement in _COUNTS.split(";"):
                 if statement.strip():
                     self.conn.execute(statement)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def _upgrade(self) -> None:
         """Bring a collection written by an older munjang to this schema, in one transaction."""
