@@ -19,7 +19,7 @@ Tables:
   keyed the same way: a (n_tokens, dim) float16 matrix per passage (`search/token_index.py`).
 - `meta`: the collection's configuration (JSON values).
 - `counts`: one row, the documents and passages stored, kept by the writes that change them, so
-  `len()` and a search's sizing of its passage fetch read two numbers instead of counting rows.
+  `len()` and `info()` read two numbers instead of counting rows.
 
 Indexes (HNSW, BM25, the in-memory exact matrix) are derived data. Each records the highest label
 and deletion sequence it has applied; catching up is "add labels above it, remove deletions after
