@@ -168,3 +168,21 @@ def test_a_collection_made_before_the_terms_table_gets_it_from_its_postings(stor
     ]
     reader.close()
     writer.close()
+
+
+def test_a_term_whose_last_text_goes_leaves_the_terms_table(store) -> None:
+    rows = [
+        NewRow("a", "a", "{}", "ha", json.dumps(["사과", "배", "사과"])),
+        NewRow("b", "b", "{}", "hb", json.dumps(["배", "주식"])),
+    ]
+    _insert(store, rows)
+    terms = f"SELECT term, df FROM {store.t('lexical_terms')} ORDER BY term"
+    assert store.conn.execute(terms).fetchall() == [("배", 2), ("사과", 1), ("주식", 1)]
+    with store.transaction():
+        store.delete(["a"])
+    assert store.conn.execute(terms).fetchall() == [("배", 1), ("주식", 1)]
+    with store.transaction():  # back again: a new row
+        store.delete(["b"])
+        store.insert([NewRow("c", "c", "{}", "ha", json.dumps(["사과"]))], "m")
+    assert store.conn.execute(terms).fetchall() == [("사과", 1)]
+    assert store.integrity_problems("m") == []

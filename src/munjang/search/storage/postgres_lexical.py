@@ -12,8 +12,10 @@ tokens are one *text*, numbered by its first passage's label and covering the la
 - `lexical_stats (texts, length)`: the live texts and their total length, one row, updated with
   every insert and delete;
 - `lexical_terms (term, df)`: each term's document frequency (the texts holding it), updated in the
-  statements that add and drop its postings, so a query reads a term's df as one row where counting
-  its postings took time that grows with the collection (about 2.6 ms a common term at 1M passages).
+  statements that add and drop its postings (a term whose last text goes loses its row, so the
+  table holds the live vocabulary, not every term ever stored), so a query reads a term's df as
+  one row where counting its postings took time that grows with the collection (about 2.6 ms a
+  common term at 1M passages).
   A collection made before it gets it, counted from its postings, the first time a writable munjang
   opens it; until then, and for readers opened before, df is counted at query time.
 
@@ -167,8 +169,11 @@ def unindex_documents(store: PostgresStore, ids: Sequence[str]) -> None:
         f"postings AS (DELETE FROM {store.t('lexical_postings')} p "
         f"USING gone g, {store.t('documents')} d, jsonb_array_elements_text(d.tokens) AS t(term) "
         "WHERE d.label = g.text_id AND p.term = t.term AND p.text_id = g.text_id RETURNING p.term), "
-        f"terms AS (UPDATE {store.t(TERMS_TABLE)} c SET df = c.df - n FROM "
-        "(SELECT term, count(*) AS n FROM postings GROUP BY term) AS dropped WHERE c.term = dropped.term) "
+        "dropped AS (SELECT term, count(*) AS n FROM postings GROUP BY term), "
+        f"emptied AS (DELETE FROM {store.t(TERMS_TABLE)} c USING dropped WHERE c.term = dropped.term "
+        "AND c.df <= dropped.n), "
+        f"terms AS (UPDATE {store.t(TERMS_TABLE)} c SET df = c.df - n FROM dropped "
+        "WHERE c.term = dropped.term AND c.df > dropped.n) "
         f"UPDATE {stats} SET texts = texts - (SELECT count(*) FROM gone), "
         f"length = {stats}.length - (SELECT coalesce(sum(length), 0) FROM gone)",
         {"ids": list(ids)},
