@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from .base import Counts
 
 # The columns a new collection's `state` table is made with (an older one gets them added).
-COLUMNS = "documents bigint NOT NULL DEFAULT 0, passages bigint NOT NULL DEFAULT 0"
+DEFINITIONS = ("documents bigint NOT NULL DEFAULT 0", "passages bigint NOT NULL DEFAULT 0")
+COLUMNS = ", ".join(DEFINITIONS)
 
 
 class PostgresStore(Protocol):
@@ -42,12 +43,8 @@ def has_counts(store: PostgresStore) -> bool:
 def add_counts(store: PostgresStore) -> None:
     """Inside a transaction under the writer lock: the count columns, filled from the rows."""
     documents = store.t("documents")
-    store.conn.execute(
-        f"ALTER TABLE {store.t('state')} ADD COLUMN IF NOT EXISTS documents bigint NOT NULL DEFAULT 0"
-    )
-    store.conn.execute(
-        f"ALTER TABLE {store.t('state')} ADD COLUMN IF NOT EXISTS passages bigint NOT NULL DEFAULT 0"
-    )
+    added = ", ".join(f"ADD COLUMN IF NOT EXISTS {definition}" for definition in DEFINITIONS)
+    store.conn.execute(f"ALTER TABLE {store.t('state')} {added}")
     store.conn.execute(
         f"UPDATE {store.t('state')} SET documents = (SELECT count(*) FROM {documents} WHERE chunk = 0), "
         f"passages = (SELECT count(*) FROM {documents})"
