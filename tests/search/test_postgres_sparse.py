@@ -112,17 +112,17 @@ def test_a_passage_without_its_sparse_vector_is_refused_and_a_commit_vacuums_the
         with store.transaction():
             store.put_embeddings("m", ["hx", "hy"], np.ones((2, 2), np.float32))
             store.put_sparse(key, ["hx"], [(np.array([1, 3, 1]), np.array([0.5, 2.0, 0.25], np.float32))])
+        vacuumed = _vacuum_counts(store)
         with pytest.raises(CollectionError, match="without a sparse vector"), store.transaction():
             store.insert(rows, "m")
-        assert store.passage_count() == 0
+        assert store.passage_count() == 0 and _vacuum_counts(store) == vacuumed  # a rollback vacuums nothing
         with store.transaction():
             store.put_sparse(key, ["hy"], [(np.zeros(0, np.int64), np.zeros(0, np.float32))])
             store.insert(rows, "m")
-        for table in ("lexical_postings", "sparse_postings"):  # vacuumed at the commit: index-only reads
-            pages, visible = store.conn.execute(
-                "SELECT relpages, relallvisible FROM pg_class WHERE oid = %s::regclass", (store.t(table),)
-            ).fetchone()
-            assert pages > 0 and visible == pages, table
+        # vacuumed at the commit, for index-only reads. Whether VACUUM may mark the new rows'
+        # pages all-visible depends on every other snapshot in the database (an autovacuum
+        # ANALYZE elsewhere holds one), so the test asks that it ran, not what it could mark.
+        assert _vacuum_counts(store) == [count + 1 for count in vacuumed]
         x, y = store.existing(["x", "y"])["x"][0], store.existing(["x", "y"])["y"][0]
         search = PostgresSparse(store, key)
         # token 1 given twice weighs 0.75 in x; y has no tokens, so it scores nothing
@@ -135,3 +135,11 @@ def test_a_passage_without_its_sparse_vector_is_refused_and_a_commit_vacuums_the
     finally:
         store.drop()
         store.close()
+
+
+def _vacuum_counts(store: PostgresStore) -> list[int]:
+    """How many times VACUUM (not autovacuum) has run on the BM25 and the sparse postings."""
+    return [
+        store.conn.execute("SELECT pg_stat_get_vacuum_count(%s::regclass)", (store.t(table),)).fetchone()[0]
+        for table in ("lexical_postings", "sparse_postings")
+    ]
