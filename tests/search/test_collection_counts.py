@@ -41,7 +41,8 @@ def test_the_kept_counts_follow_every_write(backend: Backend, encoder: Any) -> N
         col.upsert(["a", "c"], [LONG, SHORT[2]])  # one short document becomes long, one is new
         kept = col.store.counts()
         assert kept == rows(col) and kept is not None and kept.documents == 3 and kept.passages > 5
-        assert len(col) == kept.documents and col.info()["passages"] == kept.passages
+        info = col.info()
+        assert len(col) == info["documents"] == kept.documents and info["passages"] == kept.passages
         assert col.check() == []
     with backend.open("counts", encoder=encoder, readonly=True) as reader:
         assert reader.store.counts() == kept and len(reader) == 3
@@ -71,7 +72,8 @@ def test_a_collection_made_before_the_counts_is_counted_by_its_first_writer(
     _forget_counts(backend, col)
     with backend.open("old", encoder=encoder, readonly=True) as reader:
         assert reader.store.counts() is None  # a reader changes no schema: it counts rows
-        assert len(reader) == 2 and reader.info()["passages"] == rows(reader).passages
+        info = reader.info()
+        assert len(reader) == info["documents"] == 2 and info["passages"] == rows(reader).passages
         assert reader.search("제주도 한라산", k=1, mode="hybrid")[0].id == "long"
     with backend.open("old", encoder=encoder) as writer:
         assert writer.store.counts() == rows(writer) and writer.check() == []

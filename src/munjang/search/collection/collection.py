@@ -40,6 +40,7 @@ from ..storage.base import (
     Backend,
     CollectionError,
     CollectionNotFoundError,
+    Counts,
     Document,
     KeepsLexicalFiles,
     LexicalSearch,
@@ -566,12 +567,15 @@ class Collection(CollectionSearch, CollectionEncoding):
         return [found.get(i) for i in ids]
 
     def info(self) -> dict[str, Any]:
+        """What the collection holds (documents, passages, bytes) and how it is set up."""
         self.dense.sync(self.store)
+        with self.store.snapshot():  # both counts from one state, in one read where they are kept
+            counts = self.store.counts() or Counts(self.store.count(), self.store.passage_count())
         return {
             "folder": self.location,
             "backend": self.backend.kind,
-            "documents": len(self),
-            "passages": self.store.passage_count(),
+            "documents": counts.documents,
+            "passages": counts.passages,
             "chunking": self.chunking.to_dict(),
             **{k: self.config[k] for k in INFO_KEYS},
             "dense_index_bytes": int(self.dense.index.memory_bytes()),
