@@ -6,7 +6,8 @@ tokenizer: encoding costs little, so the storage and index costs show). After ea
 
 - the add's throughput (passages/s) and the writer's RSS;
 - the writer's first lexical and first hybrid search after the commit (what a server pays after
-  each write);
+  each write), the database's background work (autovacuum) as they ran, and each query's hybrid
+  search once more (the median: the search's cost at that size);
 - a new reader process: open the collection and answer one hybrid search (what every CLI call,
   worker or server replica pays), split into import, open, loading the query encoder (the static
   model's numpy twin, without torch; whatever the size), loading Kiwi, and the first hybrid search
@@ -215,6 +216,19 @@ def with_huge_pages(server: Any, data_dir: Path) -> Any:
     return pgserver.get_server(data_dir, cleanup_mode="stop")
 
 
+def background_work(monitor: Any) -> list[str]:
+    """What the database server is doing besides the bench's own sessions: autovacuum and other
+    maintenance running now (autovacuum starts on its own after a large commit, and on 2 cores it
+    competes with the search being timed)."""
+    if monitor is None:
+        return []
+    rows = monitor.execute(
+        "SELECT backend_type, left(query, 120) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+        "AND state = 'active' AND backend_type <> 'client backend'"
+    ).fetchall()
+    return [f"{kind}: {query}" for kind, query in rows]
+
+
 def timed(fn: Any, *args: Any, **kwargs: Any) -> float:
     started = time.perf_counter()
     fn(*args, **kwargs)
@@ -275,6 +289,11 @@ def main(argv: list[str] | None = None) -> None:
         url, where = None, str(work / "collection")
     server_pid = None if server is None else postmaster_pid(work / "pg")
     collection = Collection.create(where, str(model), backend=url, index=args.index)
+    monitor = None
+    if url is not None:
+        import psycopg
+
+        monitor = psycopg.connect(url, autocommit=True)
     rows = []
     for b in range(args.batches):
         texts = passages(args.batch, b * args.batch, pool)
@@ -282,8 +301,12 @@ def main(argv: list[str] | None = None) -> None:
         cpu = cpu_seconds(server_pid)
         add_s = timed(collection.add, ids, texts, show_progress_bar=False)
         add_cpu = [after - before for before, after in zip(cpu, cpu_seconds(server_pid), strict=True)]
+        busy = background_work(monitor)
         lexical_s = timed(collection.search, QUERIES[1 + b % 3], 10, mode="lexical")
         hybrid_s = timed(collection.search, QUERIES[b % 4], 10, mode="hybrid")
+        busy += background_work(monitor)
+        # every query once more: what a hybrid search costs at this size once the commit is behind
+        again = sorted(timed(collection.search, query, 10, mode="hybrid") for query in QUERIES)
         command = [sys.executable, __file__, "--reader", where, *(["--url", url] if url else [])]
         fresh = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
         row = {
@@ -295,6 +318,8 @@ def main(argv: list[str] | None = None) -> None:
             "add_passages_per_cpu_s": round(args.batch / max(sum(add_cpu), 1e-9), 1),
             "first_lexical_after_commit_s": lexical_s,
             "first_hybrid_after_commit_s": hybrid_s,
+            "database_background_work": busy,
+            "next_hybrid_s": {"median": round((again[1] + again[2]) / 2, 4), "max": again[-1]},
             "writer_rss_mib": round(rss_bytes() / 2**20, 1),
             "index_files_mib": index_files_mib(where) if url is None else None,
             "new_reader": fresh,
@@ -302,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         print(row, flush=True)
     collection.close()
+    if monitor is not None:
+        monitor.close()
     if server is not None:
         server.cleanup()
     if args.keep:

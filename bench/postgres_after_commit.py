@@ -8,7 +8,8 @@ postings, the commit), then the dense statement a hybrid search runs (every segm
 share of 400, as for 100 candidates of documents stored as passages) under `EXPLAIN (ANALYZE,
 BUFFERS)`, twice: each segment's milliseconds, the statement's, and its buffers (read from outside
 PostgreSQL's shared buffers, dirtied), plus any autovacuum or other background work running as the
-first one starts.
+first one starts. `--beside` runs the statement on the collection's second connection, where a
+hybrid search runs its dense side while BM25 runs on the first.
 
     python bench/collection_scale.py --backend postgres --index hnsw --huge-pages --batch 100000 \
         --batches 10 --keep
@@ -44,7 +45,10 @@ def explained(store: Any, sql: str, params: list[Any]) -> dict[str, Any]:
     buffers = next((line.strip() for line in lines if "Buffers:" in line), "")
     counts = {key: int(n) for key, n in re.findall(r"(hit|read|dirtied|written)=(\d+)", buffers)}
     total = float(re.search(r"Execution Time: ([\d.]+)", lines[-1]).group(1))  # type: ignore[union-attr]
-    return {"ms": total, "segment_ms": segments, "buffers": counts}
+    planning = next(
+        (float(m.group(1)) for line in lines if (m := re.search(r"Planning Time: ([\d.]+)", line))), None
+    )
+    return {"ms": total, "planning_ms": planning, "segment_ms": segments, "buffers": counts}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,6 +57,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--collection", default="scale")
     parser.add_argument("--batch", type=int, default=5000, help="passages added per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--beside",
+        action="store_true",
+        help="explain on the collection's second connection, where a hybrid search runs its dense side",
+    )
     parser.add_argument("--name", default="postgres_after_commit")
     args = parser.parse_args(argv)
     environment = print_environment()
@@ -68,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     collection = Collection.open(args.collection, backend=url)
     collection.warm_up()
     store: Any = collection.store
+    explaining: Any = store.beside() if args.beside else store
     size = store.hnsw_segment_size
     vector = np.asarray(collection.query_encoder.encode([QUERIES[1]])[0], dtype=np.float32)
     pool = load_corpus(5000, seed=0, lang="ko")
@@ -81,9 +91,9 @@ def main(argv: list[str] | None = None) -> None:
             x for n in asks for x in (vector, vector, n)
         ]
 
-    store.conn.execute(f"SET hnsw.ef_search = {max(first_asks(K, 8, 8 * size, size))}")
+    explaining.conn.execute(f"SET hnsw.ef_search = {max(first_asks(K, 8, 8 * size, size))}")
     for _ in range(3):  # every segment's pages in shared buffers, the plans made
-        explained(store, *statement())
+        explained(explaining, *statement())
     first = store.watermark().label + 1
     rows = []
     for turn in range(args.rounds):
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             "WHERE backend_type <> 'client backend' AND state = 'active'"
         ).fetchall()
         sql, params = statement()
-        after, again = explained(store, sql, params), explained(store, sql, params)
+        after, again = explained(explaining, sql, params), explained(explaining, sql, params)
         row = {
             "passages": store.watermark().label,
             "add_s": round(added, 1),
@@ -112,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         "rows": rows,
         "median_first_ms": round(statistics.median(r["first"]["ms"] for r in rows), 1),
         "median_again_ms": round(statistics.median(r["again"]["ms"] for r in rows), 1),
+        "connection": "second (beside)" if args.beside else "first",
         "median_segment_first_ms": round(
             statistics.median(t for r in rows for t in r["first"]["segment_ms"]), 2
         ),
