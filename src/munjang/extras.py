@@ -32,6 +32,7 @@ EXTRAS = {
     "lxml": ("reading HWPX and DOCX files", "files"),
     "PIL": ("images (CLIP models, image collections)", "images"),
     "mteb": ("running MTEB tasks", "mteb"),
+    "mecab": ("the MeCab tokenizer (auto-mecab, mecab)", "mecab"),
 }
 
 

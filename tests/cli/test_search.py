@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,21 @@ def test_index_create_passage_settings(tmp_path: Path, capsys, monkeypatch) -> N
     bad = ["index", "create", str(tmp_path / "bad"), "--lexical-context", "page"]
     code, _, err = run_cli(bad, capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and "lexical_context must be one of window, passage" in err
+
+
+def test_index_with_the_mecab_tokenizer(tmp_path: Path, capsys, monkeypatch) -> None:
+    pytest.importorskip("mecab", reason="python-mecab-ko comes with munjang[mecab] (make install-dev)")
+    from munjang.search.index import tokenizers
+
+    folder = str(tmp_path / "col")
+    assert run_cli(["index", "create", folder, "--tokenizer", "auto-mecab"], capsys, monkeypatch)[0] == 0
+    txt = tmp_path / "lines.txt"
+    txt.write_text("도서관은 조용한 공부 장소입니다\n서울의 지하철은 편리합니다\n", encoding="utf-8")
+    assert run_cli(["index", "add", folder, str(txt)], capsys, monkeypatch)[0] == 0
+    query = ["index", "search", folder, "-q", "도서관에서 공부하기", "-k", "1", "--mode", "lexical"]
+    code, out, _ = run_cli(query, capsys, monkeypatch)
+    assert code == 0 and "[lines.txt:1] 도서관은" in out
+    monkeypatch.setitem(sys.modules, "mecab", None)  # as if python-mecab-ko were not installed
+    monkeypatch.setattr(tokenizers, "_mecab_cache", {})
+    code, _, err = run_cli(query, capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "pip install 'munjang[mecab]'" in err

@@ -267,7 +267,7 @@ def test_tokenizer_names_and_configs() -> None:
     assert isinstance(get_tokenizer("kiwi"), KiwiTokenizer)
     assert isinstance(get_tokenizer("word"), WordTokenizer)
     assert isinstance(get_tokenizer("auto"), AutoTokenizer)
-    with pytest.raises(ValueError, match="auto, kiwi, word"):
+    with pytest.raises(ValueError, match="auto, auto-mecab, kiwi, mecab, word"):
         get_tokenizer("whitespace")
     for tok in (
         WordTokenizer(stopwords=["The"]),
@@ -297,7 +297,8 @@ def test_kiwi_multi_word_dictionary_is_off_by_default_and_kept_for_older_indexes
     assert isinstance(legacy, KiwiTokenizer) and legacy.multi_words
     assert "뉴 노멀" in legacy(phrase) and legacy.tokenize_many([phrase]) == [legacy(phrase)]
     auto_legacy = tokenizer_from_config({"name": "auto", "kiwi": legacy_config, "word": {"name": "word"}})
-    assert isinstance(auto_legacy, AutoTokenizer) and auto_legacy.kiwi.multi_words
+    assert isinstance(auto_legacy, AutoTokenizer) and isinstance(auto_legacy.korean, KiwiTokenizer)
+    assert auto_legacy.korean.multi_words
     assert get_tokenizer("auto").get_config_dict()["kiwi"]["multi_words"] is False
 
 

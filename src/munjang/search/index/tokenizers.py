@@ -25,7 +25,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-TOKENIZER_NAMES = ("auto", "kiwi", "word")
+from ...extras import require
+
+TOKENIZER_NAMES = ("auto", "auto-mecab", "kiwi", "mecab", "word")
+# The Korean tokenizers an "auto" tokenizer may hold, by name.
+KOREAN_TOKENIZERS = ("kiwi", "mecab")
 
 # Kiwi (Sejong-style) tags kept by default, and why:
 # - NNG, NNP: common and proper nouns, the core of what a text is about.
@@ -154,6 +158,45 @@ class WordTokenizer:
         return f"WordTokenizer(stopwords={count})"
 
 
+class ContentMorphemes:
+    """Which morphemes a Korean tokenizer keeps (`pos_tags`, Sejong tags; stopwords dropped) and how
+    a kept one becomes tokens: NFKC, lowercased, and Latin words, hanja and numbers cut with the word
+    regex, so Korean and English texts share one vocabulary for them."""
+
+    def __init__(self, pos_tags: Iterable[str] | None = None, stopwords: Iterable[str] | None = None) -> None:
+        if pos_tags is None:
+            self.pos_tags = DEFAULT_KIWI_TAGS
+        else:
+            if isinstance(pos_tags, str):
+                raise TypeError("pos_tags must be a collection of tags, e.g. ['NNG', 'NNP']")
+            self.pos_tags = frozenset(pos_tags)
+            if not self.pos_tags:
+                raise ValueError("pos_tags is empty: every morpheme would be dropped")
+        self.stopwords = _check_stopwords(stopwords)
+
+    def tokens(self, morphemes: Iterable[tuple[str, str]]) -> list[str]:
+        """The tokens of (form, tag) morphemes, in order."""
+        out: list[str] = []
+        for form, tag in morphemes:
+            if tag not in self.pos_tags:
+                continue
+            form = unicodedata.normalize("NFKC", form).lower()
+            if tag in _WORD_LIKE_TAGS:
+                out.extend(_WORD.findall(form))
+            elif form:
+                out.append(form)
+        if self.stopwords:
+            return [token for token in out if token not in self.stopwords]
+        return out
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """Kept POS tags and stopwords, sorted."""
+        return {
+            "pos_tags": sorted(self.pos_tags),
+            "stopwords": None if self.stopwords is None else sorted(self.stopwords),
+        }
+
+
 _kiwi_lock = threading.Lock()
 _kiwi_cache: dict[tuple[int, bool], Any] = {}
 
@@ -164,7 +207,7 @@ def shared_kiwi(multi_words: bool = False) -> Any:
 
     `multi_words` loads Kiwi's multi-word dictionary too, which turns some proper-noun phrases into
     one token ("자연어 처리"). It more than doubles the load (about 2.4 against 1 CPU-second) and
-    tokenizes no better (bench/kiwi_dictionary.py), so only collections tokenized with it before
+    tokenizes no better (bench/korean_analyzers.py), so only collections tokenized with it before
     (their tokenizer config lacks `multi_words`) ask for it. Keyed by process id too, so a forked
     worker builds its own instead of reusing the parent's threads.
     """
@@ -202,30 +245,12 @@ class KiwiTokenizer:
         multi_words: bool = False,
     ) -> None:
         self.multi_words = bool(multi_words)
-        if pos_tags is None:
-            self.pos_tags = DEFAULT_KIWI_TAGS
-        else:
-            if isinstance(pos_tags, str):
-                raise TypeError("pos_tags must be a collection of Kiwi tags, e.g. ['NNG', 'NNP']")
-            self.pos_tags = frozenset(pos_tags)
-            if not self.pos_tags:
-                raise ValueError("pos_tags is empty: every morpheme would be dropped")
-        self.stopwords = _check_stopwords(stopwords)
+        self.content = ContentMorphemes(pos_tags, stopwords)
+        self.pos_tags, self.stopwords = self.content.pos_tags, self.content.stopwords
 
     def _keep(self, tokens: Iterable[Any]) -> list[str]:
-        out: list[str] = []
-        for token in tokens:
-            tag = token.tag.partition("-")[0]
-            if tag not in self.pos_tags:
-                continue
-            form = unicodedata.normalize("NFKC", token.form).lower()
-            if tag in _WORD_LIKE_TAGS:
-                out.extend(_WORD.findall(form))
-            else:
-                out.append(form)
-        if self.stopwords:
-            return [token for token in out if token not in self.stopwords]
-        return out
+        """Kiwi's tags carry a regular/irregular suffix ("VV-I"), matched without it."""
+        return self.content.tokens((token.form, token.tag.partition("-")[0]) for token in tokens)
 
     def __call__(self, text: str) -> list[str]:
         """The content morphemes of `text`, lowercased."""
@@ -244,15 +269,90 @@ class KiwiTokenizer:
 
     def get_config_dict(self) -> dict[str, Any]:
         """Name, kept POS tags, stopwords and the dictionary choice."""
-        return {
-            "name": self.name,
-            "pos_tags": sorted(self.pos_tags),
-            "stopwords": None if self.stopwords is None else sorted(self.stopwords),
-            "multi_words": self.multi_words,
-        }
+        return {"name": self.name, **self.content.get_config_dict(), "multi_words": self.multi_words}
 
     def __repr__(self) -> str:
         return f"KiwiTokenizer(pos_tags={sorted(self.pos_tags)}, multi_words={self.multi_words})"
+
+
+_mecab_lock = threading.Lock()
+_mecab_cache: dict[int, Any] = {}
+
+# How a compound noun in mecab-ko-dic ("교육청" = 교육 + 청) comes out: "split" into its parts (Lucene
+# Nori's default, `discard`), kept "whole", or "both" (Nori's `mixed`).
+COMPOUND_MODES = ("split", "whole", "both")
+
+
+def shared_mecab() -> Any:
+    """The process's MeCab tagger over mecab-ko-dic (python-mecab-ko), made on first use. The
+    dictionary is a mapped file, so making one costs milliseconds, not Kiwi's seconds."""
+    key = os.getpid()
+    with _mecab_lock:
+        tagger = _mecab_cache.get(key)
+        if tagger is None:
+            mecab = require("mecab")
+            tagger = _mecab_cache[key] = mecab.MeCab()
+        return tagger
+
+
+class MecabTokenizer:
+    """Korean tokenizer: MeCab over mecab-ko-dic (the dictionary of Lucene's Nori analyser), keeping
+    content morphemes (`pos_tags`, the same Sejong tags as `KiwiTokenizer`'s defaults).
+
+    An inflected word is cut into its morphemes by the dictionary's analysis ("갔" = 가/VV + 았/EP ->
+    ["가"]); a compound noun per `compounds`. Latin words, hanja and numbers are lowercased and cut
+    with the word regex, as in `KiwiTokenizer`, so both share one vocabulary for them.
+    """
+
+    name = "mecab"
+
+    def __init__(
+        self,
+        pos_tags: Iterable[str] | None = None,
+        stopwords: Iterable[str] | None = None,
+        compounds: str = "split",
+    ) -> None:
+        if compounds not in COMPOUND_MODES:
+            raise ValueError(f"compounds must be one of {', '.join(COMPOUND_MODES)}, not {compounds!r}")
+        self.compounds = compounds
+        self.content = ContentMorphemes(pos_tags, stopwords)
+        self.pos_tags, self.stopwords = self.content.pos_tags, self.content.stopwords
+
+    def _keep(self, morphemes: Iterable[Any]) -> list[str]:
+        return self.content.tokens(self._analysed(morphemes))
+
+    def _analysed(self, morphemes: Iterable[Any]) -> Iterator[tuple[str, str]]:
+        """(form, tag) of each morpheme, an inflected word or a compound as the dictionary cuts it
+        ("갔" -> 가/VV, 았/EP; a compound per `compounds`)."""
+        for morpheme in morphemes:
+            feature = morpheme.feature
+            parts = feature.expression.split("+") if feature.expression else []
+            compound = feature.type == "Compound"
+            if not parts or (compound and self.compounds != "split"):
+                yield morpheme.surface, feature.pos.partition("+")[0]
+            if parts and not (compound and self.compounds == "whole"):
+                for part in parts:  # "form/TAG/semantic"
+                    form, _, rest = part.partition("/")
+                    yield form, rest.partition("/")[0]
+
+    def __call__(self, text: str) -> list[str]:
+        """The content morphemes of `text`, lowercased."""
+        text = _normalize_for_kiwi(_check_text(text))
+        if not text.strip():
+            return []
+        return self._keep(shared_mecab().parse(text))
+
+    def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
+        """`self(text)` for each text (MeCab analyses one text at a time, quickly)."""
+        checked = _check_texts(texts)
+        return [self(text) for text in _progress(checked, len(checked), show_progress_bar, "MeCab")]
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """Name, kept POS tags, stopwords and the compound mode."""
+        return {"name": self.name, **self.content.get_config_dict(), "compounds": self.compounds}
+
+    def __repr__(self) -> str:
+        return f"MecabTokenizer(pos_tags={sorted(self.pos_tags)}, compounds={self.compounds!r})"
 
 
 def contains_hangul(text: str) -> bool:
@@ -261,31 +361,33 @@ def contains_hangul(text: str) -> bool:
 
 
 class AutoTokenizer:
-    """Per-text choice: `kiwi` for texts containing any Hangul, `word` for all others.
+    """Per-text choice: the Korean tokenizer (`korean`) for texts containing any Hangul, `word` for
+    all others.
 
     The decision is made for each text on its own (documents and queries alike), so a corpus mixing
-    Korean and other languages works; an English word inside a Korean text comes out of Kiwi
-    lowercased, matching the word tokenizer's token for the same word in an English text.
+    Korean and other languages works; an English word inside a Korean text comes out of the Korean
+    tokenizer lowercased, matching the word tokenizer's token for the same word in an English text.
     """
 
     name = "auto"
 
-    def __init__(self, kiwi: KiwiTokenizer | None = None, word: WordTokenizer | None = None) -> None:
-        self.kiwi = kiwi if kiwi is not None else KiwiTokenizer()
+    def __init__(self, korean: Tokenizer | None = None, word: WordTokenizer | None = None) -> None:
+        self.korean: Tokenizer = korean if korean is not None else KiwiTokenizer()
         self.word = word if word is not None else WordTokenizer()
 
     def __call__(self, text: str) -> list[str]:
-        """Kiwi tokens if `text` contains Hangul, word tokens otherwise."""
+        """Korean tokens if `text` contains Hangul, word tokens otherwise."""
         if contains_hangul(_check_text(text)):
-            return self.kiwi(text)
+            return self.korean(text)
         return self.word(text)
 
     def tokenize_many(self, texts: Sequence[str], show_progress_bar: bool = False) -> list[list[str]]:
-        """Hangul texts go to Kiwi in one batch, the rest to the word tokenizer; order is kept."""
+        """Hangul texts go to the Korean tokenizer in one batch, the rest to the word tokenizer;
+        order is kept."""
         checked = _check_texts(texts)
         korean = [i for i, text in enumerate(checked) if contains_hangul(text)]
         out: list[list[str]] = [[] for _ in checked]
-        korean_tokens = self.kiwi.tokenize_many([checked[i] for i in korean], show_progress_bar)
+        korean_tokens = self.korean.tokenize_many([checked[i] for i in korean], show_progress_bar)
         for i, tokens in zip(korean, korean_tokens, strict=True):
             out[i] = tokens
         korean_set = set(korean)
@@ -295,25 +397,28 @@ class AutoTokenizer:
         return out
 
     def get_config_dict(self) -> dict[str, Any]:
-        """Name and the settings of both inner tokenizers."""
-        return {
-            "name": self.name,
-            "kiwi": self.kiwi.get_config_dict(),
-            "word": self.word.get_config_dict(),
-        }
+        """Name and the settings of both inner tokenizers (the Korean one under its own name, so a
+        config saved before the choice reads back as Kiwi)."""
+        inner = self.korean.get_config_dict()
+        return {"name": self.name, inner["name"]: inner, "word": self.word.get_config_dict()}
 
     def __repr__(self) -> str:
-        return f"AutoTokenizer(kiwi={self.kiwi!r}, word={self.word!r})"
+        return f"AutoTokenizer(korean={self.korean!r}, word={self.word!r})"
 
 
 def get_tokenizer(name: str) -> Tokenizer:
-    """A tokenizer with default settings by name: "auto", "kiwi" or "word"."""
+    """A tokenizer with default settings by name: "auto" (Kiwi for Hangul), "auto-mecab" (MeCab for
+    Hangul), "kiwi", "mecab" or "word"."""
     if name == "kiwi":
         return KiwiTokenizer()
+    if name == "mecab":
+        return MecabTokenizer()
     if name == "word":
         return WordTokenizer()
     if name == "auto":
         return AutoTokenizer()
+    if name == "auto-mecab":
+        return AutoTokenizer(korean=MecabTokenizer())
     raise ValueError(f"unknown tokenizer {name!r}; valid names: {', '.join(TOKENIZER_NAMES)}")
 
 
@@ -329,12 +434,22 @@ def tokenizer_from_config(config: Mapping[str, Any]) -> Tokenizer:
             stopwords=config.get("stopwords"),
             multi_words=bool(config.get("multi_words", True)),
         )
+    if name == "mecab":
+        return MecabTokenizer(
+            pos_tags=config.get("pos_tags"),
+            stopwords=config.get("stopwords"),
+            compounds=config.get("compounds", "split"),
+        )
     if name == "auto":
-        kiwi = tokenizer_from_config(config.get("kiwi", {"name": "kiwi"}))
+        inner = [key for key in KOREAN_TOKENIZERS if key in config]
+        if len(inner) > 1:
+            raise ValueError(f"an 'auto' tokenizer config names two Korean tokenizers: {inner}")
+        key = inner[0] if inner else "kiwi"  # saved before the choice: Kiwi
+        korean = tokenizer_from_config({"name": key, **config.get(key, {})})
         word = tokenizer_from_config(config.get("word", {"name": "word"}))
-        if not isinstance(kiwi, KiwiTokenizer) or not isinstance(word, WordTokenizer):
-            raise ValueError("an 'auto' tokenizer config needs a 'kiwi' and a 'word' config inside")
-        return AutoTokenizer(kiwi=kiwi, word=word)
+        if not isinstance(word, WordTokenizer):
+            raise ValueError("an 'auto' tokenizer config's 'word' config must be the word tokenizer's")
+        return AutoTokenizer(korean=korean, word=word)
     raise ValueError(
         f"cannot rebuild tokenizer {name!r} from its config; built-in names: {', '.join(TOKENIZER_NAMES)}"
     )
