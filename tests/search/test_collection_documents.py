@@ -7,12 +7,14 @@ import itertools
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.passages import ChunkingConfig
+from munjang.search.storage.sqlite_store import DocumentStore
 from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES, numbered
 
@@ -185,9 +187,8 @@ CREATE TABLE deletions (seq INTEGER PRIMARY KEY AUTOINCREMENT, label INTEGER NOT
 """
 
 
-def test_a_version_1_collection_is_upgraded_in_place_with_its_labels(tmp_path: Path, encoder) -> None:
-    # Build the collection with this munjang, then rewrite its database as version 1 stored it.
-    folder = tmp_path / "old"
+def _version_1_folder(folder: Path, encoder: Any) -> None:
+    """Build a collection with this munjang, then rewrite its database as version 1 stored it."""
     with Collection.create(folder, encoder=encoder) as col:
         col.add(["a", "b", "c"], ["서울의 지하철", "부산의 바다", "고양이의 잠"])
         col.delete(["c"])
@@ -208,6 +209,11 @@ def test_a_version_1_collection_is_upgraded_in_place_with_its_labels(tmp_path: P
     conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = 'documents'")
     conn.commit()
     conn.close()
+
+
+def test_a_version_1_collection_is_upgraded_in_place_with_its_labels(tmp_path: Path, encoder) -> None:
+    folder = tmp_path / "old"
+    _version_1_folder(folder, encoder)
     with pytest.raises(Exception, match="without read-only to upgrade"):
         Collection.open(folder, encoder=encoder, readonly=True)
     with Collection.open(folder, encoder=encoder) as col:
@@ -219,6 +225,34 @@ def test_a_version_1_collection_is_upgraded_in_place_with_its_labels(tmp_path: P
         reader.dense.sync(reader.store)
         labels = np.sort(reader.dense.index.ids())
     assert labels[:2].tolist() == [1, 2] and 3 not in labels and labels[2] == 4
+
+
+def test_a_writer_that_read_version_1_before_another_upgraded_does_not_upgrade_again(
+    tmp_path: Path, encoder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "old"
+    _version_1_folder(folder, encoder)
+    spans = "SELECT chunk, span_start, span_end FROM documents WHERE id = 'long' ORDER BY label"
+    with Collection.open(folder, encoder=encoder) as first:  # upgrades, then stores passages
+        first.add(["long"], [LONG])
+    with sqlite3.connect(folder / "collection.db") as conn:
+        passages = conn.execute(spans).fetchall()
+    assert len(passages) > 1 and passages[1][0] == 1
+    # A second writer that opened at the same moment read version 1 before the upgrade committed.
+    real = DocumentStore._schema_version
+    stale: set[int] = set()
+
+    def schema_version(store: DocumentStore) -> Any:
+        if id(store) not in stale:
+            stale.add(id(store))
+            return 1
+        return real(store)
+
+    monkeypatch.setattr(DocumentStore, "_schema_version", schema_version)
+    with Collection.open(folder, encoder=encoder) as second:
+        assert second.check() == []
+    with sqlite3.connect(folder / "collection.db") as conn:
+        assert conn.execute(spans).fetchall() == passages  # an upgrade again would drop the spans
 
 
 def test_late_chunking_pools_each_passage_from_a_pass_over_its_window(tmp_path: Path, e5_path: Path) -> None:

@@ -213,12 +213,14 @@ class DocumentStore:
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"sparse_vectors", "token_vectors"} <= tables:  # caches added after the folder was made
             self.conn.executescript(_CACHES)
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None or json.loads(row[0]) != 1:
+        if self._schema_version() != 1:
             return
-        seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'documents'").fetchone()
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        # Read again inside the write transaction: a second writer opening the folder at the same
+        # moment waits, then finds it upgraded, rather than migrating it twice.
+        with self.transaction():
+            if self._schema_version() != 1:
+                return
+            seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'documents'").fetchone()
             for statement in _MIGRATE_1_TO_2.split(";"):
                 if statement.strip():
                     self.conn.execute(statement)
@@ -229,10 +231,10 @@ class DocumentStore:
             self.conn.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+
+    def _schema_version(self) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return None if row is None else json.loads(row[0])
 
     def close(self) -> None:
         self.conn.close()
