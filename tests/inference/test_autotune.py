@@ -126,7 +126,10 @@ def test_missing_runtimes_fall_back_to_torch(auto_cache, tmp_path, monkeypatch):
     monkeypatch.setattr(autotune, "runtime_available", lambda backend: backend == "torch")
     encoder = munjang.load_encoder(tiny_bert(tmp_path / "bert", seed=1), device="cpu")
     choice = encoder.auto_choice()
-    assert {t.backend for t in choice.trials} == {"torch"}
+    configs = autotune.candidates(torch.device("cpu"))
+    assert {backend for backend, _ in configs} == {"torch"}
+    # Torch's precisions are measured where the CPU has bf16 instructions; one candidate needs no trial.
+    assert {t.backend for t in choice.trials} == ({"torch"} if len(configs) > 1 else set())
     assert choice.backend == "torch"
     assert encoder.encode(["a small test"]).shape == (1, 32)
 

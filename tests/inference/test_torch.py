@@ -340,6 +340,8 @@ def test_warmup_builds_the_backend_once(minilm_path):
 
 def test_fused_linear_gelu_agrees_with_the_two_op_form(encoder):
     backend = LeanBertBackend(encoder.transformer.auto_model, "bf16")
+    if not backend._fused_gelu:  # the backend probed oneDNN's kernel, found it missing or wrong: not used
+        pytest.skip("this CPU's oneDNN has no working bf16 linear + GELU kernel (no AVX-512): never fused")
     batch = _batch(encoder, SENTENCES)
     real = batch["attention_mask"].bool()
     backend._fused_gelu = False

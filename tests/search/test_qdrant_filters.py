@@ -99,7 +99,8 @@ def _assert_same(folder: Collection, qdrant: Collection, spec: dict[str, Any]) -
         want, got = _results(folder, spec, mode), _results(qdrant, spec, mode)
         for w, g in zip(want, got, strict=True):
             assert [i for i, _ in g] == [i for i, _ in w], (spec, mode)
-            assert [s for _, s in g] == pytest.approx([s for _, s in w], rel=1e-5, abs=1e-6), (spec, mode)
+            # float32 sums in another order (Qdrant's local mode, munjang's SIMD): 1e-6 apart near 0
+            assert [s for _, s in g] == pytest.approx([s for _, s in w], rel=1e-5, abs=1e-5), (spec, mode)
 
 
 # One spec per operator family runs by default (each costs a few searches in Qdrant's local mode);
