@@ -92,6 +92,8 @@ def test_configs_round_trip_and_auto_holds_either_analyser() -> None:
     assert isinstance(legacy, AutoTokenizer) and isinstance(legacy.korean, KiwiTokenizer)
     auto_mecab = get_tokenizer("auto-mecab")
     assert isinstance(auto_mecab, AutoTokenizer) and isinstance(auto_mecab.korean, MecabTokenizer)
+    with pytest.raises(TypeError, match="KiwiTokenizer or MecabTokenizer, not WordTokenizer"):
+        AutoTokenizer(korean=WordTokenizer())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="names two Korean tokenizers"):
         tokenizer_from_config({"name": "auto", "kiwi": {}, "mecab": {}})
 

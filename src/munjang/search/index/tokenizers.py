@@ -371,8 +371,12 @@ class AutoTokenizer:
 
     name = "auto"
 
-    def __init__(self, korean: Tokenizer | None = None, word: WordTokenizer | None = None) -> None:
-        self.korean: Tokenizer = korean if korean is not None else KiwiTokenizer()
+    def __init__(
+        self, korean: KiwiTokenizer | MecabTokenizer | None = None, word: WordTokenizer | None = None
+    ) -> None:
+        if korean is not None and not isinstance(korean, (KiwiTokenizer, MecabTokenizer)):
+            raise TypeError(f"korean must be a KiwiTokenizer or MecabTokenizer, not {type(korean).__name__}")
+        self.korean = korean if korean is not None else KiwiTokenizer()
         self.word = word if word is not None else WordTokenizer()
 
     def __call__(self, text: str) -> list[str]:
@@ -447,8 +451,8 @@ def tokenizer_from_config(config: Mapping[str, Any]) -> Tokenizer:
         key = inner[0] if inner else "kiwi"  # saved before the choice: Kiwi
         korean = tokenizer_from_config({"name": key, **config.get(key, {})})
         word = tokenizer_from_config(config.get("word", {"name": "word"}))
-        if not isinstance(word, WordTokenizer):
-            raise ValueError("an 'auto' tokenizer config's 'word' config must be the word tokenizer's")
+        if not isinstance(korean, (KiwiTokenizer, MecabTokenizer)) or not isinstance(word, WordTokenizer):
+            raise ValueError("an 'auto' tokenizer config holds a Korean and a 'word' tokenizer config")
         return AutoTokenizer(korean=korean, word=word)
     raise ValueError(
         f"cannot rebuild tokenizer {name!r} from its config; built-in names: {', '.join(TOKENIZER_NAMES)}"
