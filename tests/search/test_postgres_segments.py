@@ -13,7 +13,14 @@ import pytest
 
 from munjang.search.storage.base import CollectionError, NewRow
 from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_segments import ask_again, best_of, first_ask, first_asks, search_sql
+from munjang.search.storage.postgres_segments import (
+    ask_again,
+    best_of,
+    first_ask,
+    first_asks,
+    graphs,
+    search_sql,
+)
 from munjang.search.storage.postgres_store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 400
@@ -67,13 +74,13 @@ def test_each_range_of_labels_gets_its_index_and_a_search_asks_every_one(store: 
     vectors = _vectors(1300)
     for start, stop in ((0, 150), (150, 1000), (1000, 1300)):  # one commit crosses two boundaries
         _add(store, vectors, start, stop)
-    indexes = _indexes(store)
-    assert sorted(indexes) == [f"documents_embedding_hnsw_{n}" for n in range(4)]
-    for n in range(4):
+    indexes = _indexes(store)  # the 4 segments holding labels and 2 ahead of them
+    assert sorted(indexes) == [f"documents_embedding_hnsw_{n}" for n in range(6)]
+    for n in range(6):
         predicate = f"(label > {n * SIZE}) AND (label <= {(n + 1) * SIZE})"
         assert predicate in indexes[f"documents_embedding_hnsw_{n}"]
     meta = store.get_meta()
-    assert (meta["hnsw_segment_size"], meta["hnsw_segments"]) == (SIZE, 4)
+    assert (meta["hnsw_segment_size"], meta["hnsw_segments"]) == (SIZE, 6)
 
     dense = PostgresDense(store, meta)
     queries = vectors[::97] + 0.01
@@ -86,7 +93,7 @@ def test_each_range_of_labels_gets_its_index_and_a_search_asks_every_one(store: 
 
     # Each branch can be served by its segment's index (the literal bounds prove its predicate). At
     # a few hundred rows a segment, the planner rightly finds sorting them cheaper: made dearer here.
-    sql = search_sql(store.t("documents"), "<=>", "TRUE", range(4), SIZE)
+    sql = search_sql(store.t("documents"), "<=>", "TRUE", graphs([], 4), range(4), SIZE)
     with store.conn.transaction():
         store.conn.execute("SET LOCAL enable_sort = off")
         found = store.conn.execute("EXPLAIN " + sql, [vectors[0], vectors[0], K] * 4).fetchall()
@@ -174,21 +181,20 @@ def test_each_segment_is_first_asked_for_its_share_and_again_when_it_may_hold_mo
     vectors[820:880] = near / np.linalg.norm(near, axis=1, keepdims=True)  # in segment 4 only
     _add(store, vectors, 0, 1600)
     dense = PostgresDense(store, store.get_meta())
-    assert max(first_asks(k, 8, 1600, size)) < k
+    assert max(first_asks(k, graphs([], 8), 1600, size)) < k
     for query in (centre, vectors[830], vectors[5]):
         labels, _ = dense.search(store, query[None], k, None)
         assert list(labels[0]) == [int(i) + 1 for i in np.argsort(-(vectors @ query))[:k]]
-    assert dense._seen == (8, 1600)
 
 
 def test_first_asks_best_of_and_ask_again() -> None:
-    assert first_ask(100, 1.0) == 100 and first_asks(100, 1, 5, 131_072) == [100]
+    assert first_ask(100, 1.0) == 100 and first_asks(100, [(0, 1)], 5, 131_072) == [100]
     assert first_ask(100, 1 / 8) == 66  # 12.5 + 16 x sqrt(12.5 x 7/8)
     assert first_ask(10, 1 / 1000) == 2
     assert all(1 <= first_ask(k, n / 40) <= k for k in (1, 2, 10, 100) for n in range(1, 41))
     # The newest segment is partly filled: the full ones hold more than 1 / segments of the labels.
-    assert first_asks(400, 8, 1_000_000, 131_072) == [161] * 7 + [122]
-    assert first_asks(100, 2, 200_000, 131_072) == [100, 100]  # a margin this wide: all of k
+    assert first_asks(400, graphs([], 8), 1_000_000, 131_072) == [161] * 7 + [122]
+    assert first_asks(100, graphs([], 2), 200_000, 131_072) == [100, 100]  # a margin this wide: all of k
     # (segment, label, distance): segment 0 gave all 2 it was asked for and its last ranks within
     # the best 3, so it may hold more; segment 1's last does not; segment 2 gave fewer than asked.
     rows = [(0, 1, 0.1), (0, 2, 0.2), (1, 3, 0.15), (1, 4, 0.9), (2, 5, 0.3)]

@@ -16,11 +16,23 @@ from typing import Any
 import numpy as np
 
 from .base import Watermark
-from .postgres_segments import INDEX_PREFIX, ask_again, best_of, count_sql, first_asks, read_count, search_sql
+from .postgres_segments import (
+    INDEX_PREFIX,
+    Graph,
+    ask_again,
+    best_of,
+    first_asks,
+    graphs,
+    held_segments,
+    layout_sql,
+    read_merged,
+    search_sql,
+)
 from .postgres_store import PostgresStore
 
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+EF_SQL = "SELECT set_config('hnsw.ef_search', %s, true)"  # for the transaction
 
 
 class PostgresDense:
@@ -39,9 +51,6 @@ class PostgresDense:
         # Labels per HNSW segment; None: one graph over everything (a collection made before segments).
         size = config.get("hnsw_segment_size")
         self.segment_size = None if size is None else int(size)
-        # The segment count and last label the last search read: `hnsw.ef_search` is set in the
-        # statement that reads them, so it is sized on the first asks (`first_asks`) seen before.
-        self._seen: tuple[int, int] | None = None
         self.index = self
         self.watermark = self.saved = Watermark()
         self._twin: PostgresDense | None = None
@@ -115,25 +124,22 @@ class PostgresDense:
         conn = self.store.conn
         # One snapshot: the segment count and the segments' rows agree (`postgres_segments.py`).
         with self.store.snapshot():
-            if not exact:
-                # Unfiltered, each segment is first asked for its share of k; a filter can leave a
-                # segment short of any share, so filtered searches ask every segment for all k.
+            if not exact and self.segment_size is not None:
                 size = self.segment_size
-                optimistic = size is not None and condition == "TRUE"
-                seen = self._seen if optimistic else None
-                guess = max(first_asks(k, *seen, size), default=k) if seen and size else k
-                ef = min(max(self.ef_search, guess), MAX_EF_SEARCH)
                 meta, state = self.store.t("meta"), self.store.t("state")
-                _, count, last_label = conn.execute(count_sql(meta, state), [str(ef)]).fetchone()
-                if size is not None:
-                    segments = read_count(count)
-                    self._seen = (segments, int(last_label))
-                    if not segments:
-                        return []
-                    asks = [k] * segments
-                    if optimistic:  # never more than the walk's ef (set from the asks seen before)
-                        asks = [min(n, ef) for n in first_asks(k, segments, int(last_label), size)]
-                    return self._segmented(vector, k, asks, condition, params, size)
+                merged, last_label, _ = conn.execute(layout_sql(meta, state, documents)).fetchone()
+                layout = graphs(read_merged(merged), held_segments(last_label, size))
+                if not layout:
+                    return []
+                # Unfiltered, each graph is first asked for its share of k; a filter can leave a
+                # graph short of any share, so filtered searches ask every graph for all k.
+                if condition == "TRUE":
+                    asks = first_asks(k, layout, int(last_label), size)
+                else:
+                    asks = [k] * len(layout)
+                return self._segmented(vector, k, layout, asks, condition, params, size)
+            if not exact:
+                conn.execute(EF_SQL, [str(min(max(self.ef_search, k), MAX_EF_SEARCH))])
             # One graph over everything, or exact: ordering by an expression the index cannot serve
             # ("+ 0") makes PostgreSQL scan and sort, whatever the planner settings or a cached plan say.
             order = f"(embedding {op} %s) + 0" if exact else f"embedding {op} %s"
@@ -145,22 +151,33 @@ class PostgresDense:
         return [(int(label), float(distance)) for label, distance in rows]
 
     def _segmented(
-        self, vector: np.ndarray, k: int, asks: list[int], condition: str, params: list[Any], size: int
+        self,
+        vector: np.ndarray,
+        k: int,
+        layout: list[Graph],
+        asks: list[int],
+        condition: str,
+        params: list[Any],
+        size: int,
     ) -> list[tuple[int, float]]:
-        """Inside the search's snapshot: each segment's best `asks[n]`, merged; then the segments
-        that may hold more of the best k (`ask_again`) asked again for all k, at an `ef_search` of at
-        least k."""
+        """Inside the search's snapshot: each graph of `layout`'s best `asks[n]`, merged (the graphs
+        walked at one `ef_search` share one statement); then the graphs that may hold more of the
+        best k (`ask_again`) asked again for all k, at an `ef_search` of at least k."""
         op, documents, conn = OPERATOR[self.metric], self.store.t("documents"), self.store.conn
-        sql = search_sql(documents, op, condition, range(len(asks)), size)
-        rows = conn.execute(sql, [x for n in asks for x in (vector, *params, vector, n)]).fetchall()
+        walks: dict[int, list[int]] = {}
+        for number, ask in enumerate(asks):
+            walks.setdefault(min(max(self.ef_search, ask), MAX_EF_SEARCH), []).append(number)
+        rows: list[tuple[int, int, float]] = []
+        for ef, numbers in sorted(walks.items()):
+            conn.execute(EF_SQL, [str(ef)])
+            sql = search_sql(documents, op, condition, layout, numbers, size)
+            values = [x for n in numbers for x in (vector, *params, vector, asks[n])]
+            rows += conn.execute(sql, values).fetchall()
         best = best_of(rows, k)
         again = ask_again(rows, best, k, asks)
         if again:
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true)",
-                [str(min(max(self.ef_search, k), MAX_EF_SEARCH))],
-            )
-            sql = search_sql(documents, op, condition, again, size)
+            conn.execute(EF_SQL, [str(min(max(self.ef_search, k), MAX_EF_SEARCH))])
+            sql = search_sql(documents, op, condition, layout, again, size)
             kept = [row for row in rows if row[0] not in again]
             best = best_of(kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(), k)
         return best

@@ -49,6 +49,7 @@ from .base import (
 )
 from .postgres_connect import connect, redact
 from .postgres_counts import COLUMNS, counted_rows, has_counts, read_counts
+from .postgres_graph_merge import GraphMerger
 from .postgres_lexical import (
     create_postings,
     has_postings,
@@ -57,7 +58,16 @@ from .postgres_lexical import (
     unindex_documents,
 )
 from .postgres_schema import METADATA_INDEX, PASSAGES_INDEX, upgrade
-from .postgres_segments import OPCLASS, add_segments, segment_size
+from .postgres_segments import (
+    INDEX_PREFIX,
+    OPCLASS,
+    add_segments,
+    graphs,
+    held_segments,
+    index_name,
+    new_segment,
+    segment_size,
+)
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
 TABLES = {"meta", "state", "documents", "embeddings", "deletions"}
@@ -84,6 +94,10 @@ class PostgresStore:
         self._changed = False  # this transaction changed passages (and so their postings)
         self._postings: bool | None = None  # whether the BM25 postings tables exist (asked once)
         self._counts: bool | None = None  # whether `state` keeps the counts (asked once)
+        # Merges full HNSW segments in the background (`postgres_graph_merge.py`): asked after the
+        # writer's first commit (to go on with one cut off) and after each commit that made a segment.
+        self._merger: GraphMerger | None = None
+        self._merge_due = not readonly
 
     # -- naming and set-up -----------------------------------------------------------------------
     def t(self, table: str) -> str:
@@ -179,11 +193,15 @@ class PostgresStore:
         return None if size is None else int(size)
 
     def drop(self) -> None:
-        """Remove the collection's schema and everything in it."""
+        """Remove the collection's schema and everything in it (a merge under way is cancelled)."""
+        if self._merger is not None:
+            self._merger.close(cancel=True)
         self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
         self._postings = None
 
     def close(self) -> None:
+        if self._merger is not None:
+            self._merger.close()
         if self._beside is not None:
             self._beside.close()
         self.conn.close()
@@ -232,6 +250,11 @@ class PostgresStore:
             self._in_transaction = self._changed = False
         if changed and self.conn.info.transaction_status.name == "IDLE":  # not inside another one
             self.vacuum_postings()
+            if self._merge_due and self.hnsw_segment_size is not None:
+                if self._merger is None:
+                    self._merger = GraphMerger(self.url, self.schema, self.t)
+                self._merger.poke()
+                self._merge_due = False
 
     def vacuum_postings(self) -> None:
         """Mark the postings' changed pages all-visible, so BM25 and sparse queries read postings
@@ -456,8 +479,10 @@ class PostgresStore:
             f"UPDATE {self.t('state')} SET last_label = greatest(last_label, %s){counted}",
             (max(labels), documents, len(labels)) if counted else (max(labels),),
         )
-        if self.hnsw_segment_size is not None:
-            add_segments(self, max(labels), self.hnsw_segment_size)
+        size = self.hnsw_segment_size
+        if size is not None:
+            add_segments(self, max(labels), size)
+            self._merge_due = self._merge_due or new_segment(min(labels), max(labels), size)
         self._changed = True
         if self.has_postings():
             index_passages(self, min(labels), max(labels))
@@ -522,7 +547,18 @@ class PostgresStore:
             "ORDER BY c.relname",
             (self.schema,),
         ).fetchall()
-        problems += [f"the HNSW index {name} is invalid (REINDEX it)" for (name,) in invalid]
+        # A merge's index is invalid while it is built, and one cut off waits for the next writer:
+        # only an index a search walks is a problem (`postgres_graph_merge.py`).
+        walked = {INDEX_PREFIX}
+        size = self.hnsw_segment_size
+        if size is not None:
+            merged = [(int(first), int(count)) for first, count in self.get_meta().get("hnsw_merged") or []]
+            walked |= {
+                index_name(graph) for graph in graphs(merged, held_segments(self.watermark().label, size))
+            }
+        problems += [
+            f"the HNSW index {name} is invalid (REINDEX it)" for (name,) in invalid if name in walked
+        ]
         if self.keeps_counts():
             problems += counts_problems(read_counts(self), counted_rows(self))
         orphans = self.conn.execute(
