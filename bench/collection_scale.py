@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=["folder", "postgres"], default="folder")
     parser.add_argument("--index", choices=["exact", "hnsw"], default="exact")
     parser.add_argument("--tokenizer", default="auto", help="BM25 tokens: auto (Kiwi) or auto-mecab (MeCab)")
+    parser.add_argument("--segment-size", type=int, help="passages per HNSW segment (default: munjang's)")
     parser.add_argument("--name", default="collection_scale")
     parser.add_argument(
         "--shared-buffers", default=quarter_of_memory(), help="PostgreSQL's shared_buffers (postgres backend)"
@@ -293,7 +294,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         url, where = None, str(work / "collection")
     server_pid = None if server is None else postmaster_pid(work / "pg")
-    collection = Collection.create(where, str(model), backend=url, index=args.index, tokenizer=args.tokenizer)
+    hnsw = {} if args.segment_size is None else {"hnsw": {"segment_size": args.segment_size}}
+    collection = Collection.create(
+        where, str(model), backend=url, index=args.index, tokenizer=args.tokenizer, **hnsw
+    )
     monitor = None
     if url is not None:
         import psycopg
@@ -329,6 +333,10 @@ def main(argv: list[str] | None = None) -> None:
             "index_files_mib": index_files_mib(where) if url is None else None,
             "new_reader": fresh,
         }
+        if url is not None and args.index == "hnsw":  # the graphs a search walks, merged or not
+            meta = collection.store.get_meta()
+            row["hnsw_merged"] = meta.get("hnsw_merged", [])
+            row["hnsw_segments_made"] = meta.get("hnsw_segments")
         rows.append(row)
         print(row, flush=True)
     collection.close()
@@ -343,6 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     payload = {
         "backend": args.backend,
         "batch": args.batch,
+        "segment_size": args.segment_size,
         "index": args.index,
         "tokenizer": args.tokenizer,
         "shared_buffers": shared_buffers,

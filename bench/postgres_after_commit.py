@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     import psycopg
 
     from munjang.search import Collection
-    from munjang.search.storage.postgres_segments import first_asks, search_sql
+    from munjang.search.storage.postgres_segments import first_asks, graphs, search_sql
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     url = server.get_uri()
@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     def statement() -> tuple[str, list[Any]]:
         last = store.watermark().label
         segments = -(-last // size)
-        asks = first_asks(K, segments, last, size)
-        return search_sql(store.t("documents"), "<=>", "TRUE", range(segments), size), [
+        asks = first_asks(K, graphs([], segments), last, size)
+        return search_sql(store.t("documents"), "<=>", "TRUE", graphs([], segments), range(segments), size), [
             x for n in asks for x in (vector, vector, n)
         ]
 
-    explaining.conn.execute(f"SET hnsw.ef_search = {max(first_asks(K, 8, 8 * size, size))}")
+    explaining.conn.execute(f"SET hnsw.ef_search = {max(first_asks(K, graphs([], 8), 8 * size, size))}")
     for _ in range(3):  # every segment's pages in shared buffers, the plans made
         explained(explaining, *statement())
     first = store.watermark().label + 1

@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from munjang.search import Collection
     from munjang.search.storage.postgres_dense import MAX_EF_SEARCH, PostgresDense
+    from munjang.search.storage.postgres_segments import graphs
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     collection = Collection.open(args.collection, backend=server.get_uri(), readonly=True)
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     exact = PostgresDense(store, {**meta, "index": "exact"})
     truth = [labels(exact, vector) for vector in vectors]
     size, segments = int(meta["hnsw_segment_size"]), int(meta["hnsw_segments"])
+    layout = graphs([tuple(graph) for graph in meta.get("hnsw_merged") or []], segments)
     own = PostgresDense(store, meta)
 
     def every_segment_all_k(vector: np.ndarray) -> list[int]:
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         with store.snapshot():
             walk = str(min(max(own.ef_search, k), MAX_EF_SEARCH))
             store.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [walk])
-            hits = own._segmented(vector, k, [k] * segments, "TRUE", [], size)
+            hits = own._segmented(vector, k, layout, [k] * len(layout), "TRUE", [], size)
         return [label for label, _ in hits]
 
     before = measure(every_segment_all_k, vectors, truth)
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     payload = {
         "passages": passages,
         "segments": segments,
+        "graphs": layout,
         "segment_size": size,
         "expansion_search_of_the_collection": own.ef_search,
         "k": k,
