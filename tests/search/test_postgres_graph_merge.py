@@ -14,7 +14,14 @@ import pytest
 
 from munjang.search.storage.base import NewRow
 from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_graph_merge import GraphMerger, next_merge, parse_name, replaced
+from munjang.search.storage.postgres_graph_merge import (
+    GraphMerger,
+    build_bytes,
+    build_memory_mb,
+    next_merge,
+    parse_name,
+    replaced,
+)
 from munjang.search.storage.postgres_segments import first_asks, graphs, index_name, search_sql
 from munjang.search.storage.postgres_store import PostgresStore
 
@@ -227,3 +234,39 @@ def test_a_writer_never_waits_on_a_merge_for_a_segment_index(store: PostgresStor
     _settle(store)
     assert {_name(5), _name(6), _name(7)} <= set(_indexes(store))
     assert store.get_meta()["hnsw_segments"] == 8
+
+
+def test_a_merge_asks_the_memory_that_keeps_pgvector_building_in_memory(postgres_url: str) -> None:
+    """pgvector says when a graph outgrows `maintenance_work_mem` (it goes on building on disk,
+    several times slower): with what `build_bytes` estimates it never does, with a third it does."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    n, dim, m = 12_000, DIM, 16
+    notices: list[str] = []
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        register_vector(conn)
+        conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+        conn.execute("SET client_min_messages = notice")
+        conn.execute("DROP TABLE IF EXISTS graph_memory")
+        conn.execute(f"CREATE TABLE graph_memory (embedding vector({dim}))")
+        with conn.cursor().copy("COPY graph_memory (embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["vector"])
+            for vector in _vectors(n, seed=3):
+                copy.write_row([vector])
+        spilled = {}
+        for share in (1, 3):
+            kilobytes = max(1024, build_bytes(n, dim, m) // share // 1024)
+            conn.execute(f"SET maintenance_work_mem = '{kilobytes}kB'")
+            notices.clear()
+            conn.execute(
+                "CREATE INDEX graph_memory_hnsw ON graph_memory USING hnsw "
+                f"(embedding vector_cosine_ops) WITH (m = {m})"
+            )
+            spilled[share] = any("no longer fits" in notice for notice in notices)
+            conn.execute("DROP INDEX graph_memory_hnsw")
+        conn.execute("DROP TABLE graph_memory")
+    assert spilled == {1: False, 3: True}
+    assert build_memory_mb(10, dim, m) == 64  # never below PostgreSQL's default
+    assert build_memory_mb(10**9, dim, m) == 2048  # never above the cap

@@ -47,9 +47,22 @@ logger = logging.getLogger(__name__)
 # Graphs of one size merged into one. Four keeps a search's walks few (at most three per size, and
 # the newest segment) while each passage is rebuilt into a larger graph once per fourfold growth.
 FACTOR = 4
-# `maintenance_work_mem` for a merge's build, per passage: the vector and pgvector's graph (its
-# neighbours at every layer and the element), so the graph is built in memory, not on disk.
-BYTES_PER_PASSAGE = 512
+# The most `maintenance_work_mem` a merge's build asks of the database server. A graph whose build
+# needs more is built past it on disk (pgvector: "graph no longer fits"), several times slower.
+MEMORY_CAP_MB = 2048
+
+
+def build_bytes(passages: int, dim: int, m: int) -> int:
+    """The memory pgvector's build of a graph of `passages` takes: per passage its vector (4 bytes a
+    dimension), its layer-0 neighbours (2m of 16 bytes) and the element (~256 bytes with its upper
+    layers), and half as much again for the allocator's rounding in a build without parallel workers."""
+    return passages * (4 * dim + 32 * m + 256) * 3 // 2
+
+
+def build_memory_mb(passages: int, dim: int, m: int) -> int:
+    """`maintenance_work_mem` (MB) for a merge's build in memory: `build_bytes`, at least 64 (the
+    default), at most `MEMORY_CAP_MB`."""
+    return max(64, min(MEMORY_CAP_MB, -(-build_bytes(passages, dim, m) // 2**20)))
 
 
 def next_merge(layout: Sequence[Graph], last_label: int, size: int, factor: int = FACTOR) -> Graph | None:
@@ -255,11 +268,13 @@ class GraphMerger:
             return
         if valid is False:
             conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index}")
-        sql = f"SELECT key, value FROM {self.table('meta')} WHERE key IN ('metric', 'hnsw')"
+        sql = f"SELECT key, value FROM {self.table('meta')} WHERE key IN ('metric', 'hnsw', 'dim')"
         rows = dict(conn.execute(sql).fetchall())
-        options = index_options(json.loads(rows.get("hnsw", "null")) or {})
-        memory = max(64, graph[1] * size * BYTES_PER_PASSAGE // 2**20)
+        hnsw = json.loads(rows.get("hnsw", "null")) or {}
+        dim, m = int(json.loads(rows["dim"])), int(hnsw.get("connectivity", 16))
+        memory = build_memory_mb(graph[1] * size, dim, m)
         conn.execute(f"SET maintenance_work_mem = '{memory}MB'")
+        options = index_options(hnsw)
         low, high = graph_bounds(graph, size)
         conn.execute(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {self.table('documents')} USING hnsw "
