@@ -106,7 +106,7 @@ def add_segments(store: PostgresStore, last_label: int, size: int) -> None:
     commit. Most commits stay within the segments made and cost one read of the count."""
     meta = store.t("meta")
     found = store.conn.execute(f"SELECT value FROM {meta} WHERE key = 'hnsw_segments'").fetchone()
-    have, need = read_count(found[0] if found else None), -(-last_label // size) + AHEAD
+    have, need = read_count(found[0] if found else None), held_segments(last_label, size) + AHEAD
     if need <= have:
         return
     rows = store.conn.execute(f"SELECT key, value FROM {meta} WHERE key IN ('metric', 'hnsw')").fetchall()

@@ -549,13 +549,11 @@ class PostgresStore:
         ).fetchall()
         # A merge's index is invalid while it is built, and one cut off waits for the next writer:
         # only an index a search walks is a problem (`postgres_graph_merge.py`).
-        walked = {INDEX_PREFIX}
-        size = self.hnsw_segment_size
+        walked, size = {INDEX_PREFIX}, self.hnsw_segment_size
         if size is not None:
             merged = [(int(first), int(count)) for first, count in self.get_meta().get("hnsw_merged") or []]
-            walked |= {
-                index_name(graph) for graph in graphs(merged, held_segments(self.watermark().label, size))
-            }
+            layout = graphs(merged, held_segments(self.watermark().label, size))
+            walked |= {index_name(graph) for graph in layout}
         problems += [
             f"the HNSW index {name} is invalid (REINDEX it)" for (name,) in invalid if name in walked
         ]
