@@ -329,3 +329,42 @@ def test_a_search_reads_the_documents_of_its_best_hits_not_of_every_candidate(
         assert [(h.id, h.score, h.text) for h in got] == [(h.id, h.score, h.text) for h in want]
         assert len(got) == 2 and (sum(read) == pool if aggregate == "sum" else sum(read) < pool / 2)
     col.close()
+
+
+def test_passages_fetched_per_document_grow_with_the_share_of_later_passages() -> None:
+    from munjang.search.collection.search import PASSAGES_PER_DOCUMENT, passages_to_fetch
+    from munjang.search.storage.base import Counts
+
+    assert passages_to_fetch(100, None) == 100 * PASSAGES_PER_DOCUMENT  # counts unknown: the most
+    assert passages_to_fetch(100, Counts(1000, 1000)) == 100
+    assert passages_to_fetch(100, Counts(1_000_000, 1_000_283)) == 101  # a few long documents
+    assert passages_to_fetch(100, Counts(95, 100)) == 250  # half way to a tenth
+    assert passages_to_fetch(100, Counts(90, 100)) == passages_to_fetch(100, Counts(10, 100)) == 400
+
+
+def test_a_collection_of_short_documents_and_one_long_fetches_fewer_passages_and_ranks_the_same(
+    tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import munjang.search.collection.search as search
+
+    short = [" ".join([*s.split()[:2], f"{i}"]) for i, s in enumerate(SENTENCES * 16)]
+    texts = [*short, " ".join(SENTENCES[:2])]
+    col = Collection.create(tmp_path / "c", encoder=encoder, chunking=SMALL)
+    col.add([f"d{i}" for i in range(len(texts))], texts)
+    counts = col.store.counts()
+    assert counts is not None and 0 < counts.passages - counts.documents < counts.passages / 10
+    asked: list[int] = []
+    dense_search = Collection._dense_search
+
+    def spied(self: Collection, queries: list, k: int, *args: Any, **kwargs: Any) -> Any:
+        asked.append(k)
+        return dense_search(self, queries, k, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "_dense_search", spied)
+    got = col.search("제주도 한라산", k=20, mode="dense")
+    monkeypatch.setattr(search, "FULL_FETCH_SHARE", 1e-9)  # as before: 4 passages per document
+    full = col.search("제주도 한라산", k=20, mode="dense")
+    assert asked[1] == 20 * search.PASSAGES_PER_DOCUMENT and 20 < asked[0] < asked[1]
+    assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in full] and len(got) == 20
+    assert "d" + str(len(texts) - 1) in {h.id for h in col.search("제주도 한라산", k=5, mode="hybrid")}
+    col.close()

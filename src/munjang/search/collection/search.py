@@ -5,6 +5,7 @@ mixes this in; it holds the store and the indexes (`collection.py`).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -17,6 +18,7 @@ import numpy as np
 from ...images import is_image_input
 from ..index.fusion import FUSIONS, fuse
 from ..storage.base import (
+    Counts,
     DenseSearch,
     Document,
     FiltersLexicalInSql,
@@ -38,8 +40,24 @@ HYBRID_FUSION = "weighted"
 HYBRID_WEIGHTS = (0.5, 0.5)
 HYBRID_NORMALIZATION = "zscore"
 # Passages fetched per document wanted when documents are stored as several passages, so that
-# grouping passages into documents still leaves enough distinct documents to rank.
+# grouping passages into documents still leaves enough distinct documents to rank: up to 4, reached
+# when a tenth of the passages are documents' later passages (`passages_to_fetch`).
 PASSAGES_PER_DOCUMENT = 4
+FULL_FETCH_SHARE = 0.1
+
+
+def passages_to_fetch(pool: int, counts: Counts | None) -> int:
+    """How many passages to fetch for `pool` documents of a collection whose documents are stored as
+    several passages: `pool` times 1 + 3 x (the share of passages that are a document's later
+    passages) / `FULL_FETCH_SHARE`, at most `PASSAGES_PER_DOCUMENT` (and that when the counts are
+    unknown). A collection of many short documents and a few long ones asks for barely more than
+    one of short documents only; one of long documents, 4 per document (`bench/fusion_depth.py`:
+    deeper lists help long pages and not short passages)."""
+    if counts is None or counts.passages <= 0:
+        return pool * PASSAGES_PER_DOCUMENT
+    later = max(counts.passages - counts.documents, 0) / counts.passages
+    factor = 1 + (PASSAGES_PER_DOCUMENT - 1) * min(1.0, later / FULL_FETCH_SHARE)
+    return min(pool * PASSAGES_PER_DOCUMENT, math.ceil(pool * factor))
 
 
 class CollectionSearch:
@@ -149,8 +167,14 @@ class CollectionSearch:
         if aggregate not in AGGREGATES:
             raise ValueError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
         pool = max(k, candidates) if (mode in ("hybrid", "m3") or rerank is not None) else k
-        grouped = unit == "document" and self.store.has_passages()
-        fetch = pool * PASSAGES_PER_DOCUMENT if grouped else pool
+        counts = self.store.counts() if unit == "document" else None
+        if unit != "document":
+            grouped = False
+        elif counts is not None:  # a document of several passages makes more passages than documents
+            grouped = counts.passages > counts.documents
+        else:
+            grouped = self.store.has_passages()
+        fetch = passages_to_fetch(pool, counts) if grouped else pool
         allowed = where = None
         natives: dict[str, Any] = {}
         if filter is not None:
