@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from munjang.search.storage.base import NewRow
+from munjang.search.storage.postgres_connect import connect
 from munjang.search.storage.postgres_dense import PostgresDense
 from munjang.search.storage.postgres_graph_merge import (
     GraphMerger,
@@ -22,7 +23,14 @@ from munjang.search.storage.postgres_graph_merge import (
     parse_name,
     replaced,
 )
-from munjang.search.storage.postgres_segments import first_asks, graphs, index_name, search_sql
+from munjang.search.storage.postgres_segments import (
+    MERGE_WORKERS,
+    first_asks,
+    graphs,
+    index_name,
+    merge_workers,
+    search_sql,
+)
 from munjang.search.storage.postgres_store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 100
@@ -270,3 +278,29 @@ def test_a_merge_asks_the_memory_that_keeps_pgvector_building_in_memory(postgres
     assert spilled == {1: False, 3: True}
     assert build_memory_mb(10, dim, m) == 64  # never below PostgreSQL's default
     assert build_memory_mb(10**9, dim, m) == 2048  # never above the cap
+
+
+def test_a_merge_builds_with_the_parallel_workers_the_collection_allows(store: PostgresStore) -> None:
+    """A merge's build takes `merge_workers` parallel workers (none by default, so searches keep the
+    other cores); a bad setting is refused when the collection is created, before anything exists."""
+    _add(store, _vectors(450), 0, 450)
+    _settle(store)
+    assert MERGE_WORKERS == 0 and merge_workers({}) == 0 and merge_workers({"merge_workers": 3}) == 3
+    conn = connect(store.url)
+    try:
+        for workers, expected in ((None, "0"), (2, "2")):
+            merger = GraphMerger(store.url, store.schema, store.t, workers=workers)
+            merger.build(conn, (0, 2), SIZE)  # a graph the layout does not use
+            assert conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0] == expected
+            assert _indexes(store).get(_name(0, 2)) is True
+            conn.execute(f'DROP INDEX "{store.schema}".{_name(0, 2)}')
+    finally:
+        conn.close()
+    for bad in (-1, True, 1.5, "2"):
+        with pytest.raises(ValueError, match="merge_workers"):
+            merge_workers({"merge_workers": bad})
+    other = PostgresStore(store.url, store.name + "_bad")
+    with pytest.raises(ValueError, match="merge_workers"):
+        other.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"merge_workers": -1}})
+    assert not other.exists()
+    other.close()

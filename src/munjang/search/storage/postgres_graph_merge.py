@@ -38,6 +38,7 @@ from .postgres_segments import (
     held_segments,
     index_name,
     index_options,
+    merge_workers,
     read_merged,
     record_segments,
 )
@@ -109,10 +110,18 @@ def parse_name(name: str) -> Graph | None:
 
 class GraphMerger:
     """Runs a collection's due merges, one after another, on a thread and a connection of its own:
-    `poke` after each commit that added passages; `close` waits for the merge under way."""
+    `poke` after each commit that added passages; `close` waits for the merge under way. `workers`:
+    the parallel workers each build may take (None: the collection's `merge_workers` setting)."""
 
-    def __init__(self, url: str, schema: str, table: Callable[[str], str], factor: int = FACTOR) -> None:
-        self.url, self.schema, self.table, self.factor = url, schema, table, factor
+    def __init__(
+        self,
+        url: str,
+        schema: str,
+        table: Callable[[str], str],
+        factor: int = FACTOR,
+        workers: int | None = None,
+    ) -> None:
+        self.url, self.schema, self.table, self.factor, self.workers = url, schema, table, factor, workers
         self._thread: threading.Thread | None = None
         self._conn: Any = None
         self._lock = threading.Lock()
@@ -273,7 +282,9 @@ class GraphMerger:
         hnsw = json.loads(rows.get("hnsw", "null")) or {}
         dim, m = int(json.loads(rows["dim"])), int(hnsw.get("connectivity", 16))
         memory = build_memory_mb(graph[1] * size, dim, m)
+        workers = merge_workers(hnsw) if self.workers is None else self.workers
         conn.execute(f"SET maintenance_work_mem = '{memory}MB'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
         options = index_options(hnsw)
         low, high = graph_bounds(graph, size)
         conn.execute(

@@ -67,6 +67,11 @@ MARGIN = 16.0
 # it waits for the lock to make one (a merge's build holds it for minutes).
 AHEAD = 2
 LOCK_WAIT = "100ms"
+# Parallel workers a background merge's build may take (PostgreSQL's `max_parallel_maintenance_workers`
+# for that build; the server's default is 2): none, so a merge works on one core, as Lucene merges a
+# segment on one thread, and searches and adds keep the others: a longer merge for steadier searches
+# (measured in docs/benchmarks.md). A server with cores to spare may give it more (`hnsw` settings).
+MERGE_WORKERS = 0
 
 
 def segment_size(hnsw: dict[str, Any]) -> int:
@@ -75,6 +80,15 @@ def segment_size(hnsw: dict[str, Any]) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"segment_size must be a positive integer, not {size!r}")
     return size
+
+
+def merge_workers(hnsw: dict[str, Any]) -> int:
+    """The `merge_workers` option of a collection's `hnsw` settings, checked (default
+    `MERGE_WORKERS`): the parallel workers a merge's index build may take beside its own process."""
+    workers = hnsw.get("merge_workers", MERGE_WORKERS)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"merge_workers must be a non-negative integer, not {workers!r}")
+    return workers
 
 
 def index_options(hnsw: dict[str, Any]) -> str:

@@ -65,6 +65,7 @@ from .postgres_segments import (
     graphs,
     held_segments,
     index_name,
+    merge_workers,
     new_segment,
     segment_size,
 )
@@ -142,6 +143,7 @@ class PostgresStore:
             raise ValueError(f"metric {metric!r} has no pgvector operator class; choose {', '.join(OPCLASS)}")
         hnsw = config.get("hnsw") or {}
         hnsw_meta = {"hnsw_segment_size": segment_size(hnsw), "hnsw_segments": 0}
+        merge_workers(hnsw)  # checked now, not at the first merge
         segments = hnsw_meta if config["index"] == "hnsw" else {}
         with self.transaction():
             self.conn.execute(f'CREATE SCHEMA "{self.schema}"')
