@@ -223,12 +223,13 @@ def with_huge_pages(server: Any, data_dir: Path) -> Any:
 def background_work(monitor: Any) -> list[str]:
     """What the database server is doing besides the bench's own sessions: autovacuum and other
     maintenance running now (autovacuum starts on its own after a large commit, and on 2 cores it
-    competes with the search being timed)."""
+    competes with the search being timed), and a background merge of HNSW segments building."""
     if monitor is None:
         return []
     rows = monitor.execute(
         "SELECT backend_type, left(query, 120) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-        "AND state = 'active' AND backend_type <> 'client backend'"
+        "AND state = 'active' "
+        "AND (backend_type <> 'client backend' OR application_name LIKE 'munjang merge%')"
     ).fetchall()
     return [f"{kind}: {query}" for kind, query in rows]
 
@@ -247,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index", choices=["exact", "hnsw"], default="exact")
     parser.add_argument("--tokenizer", default="auto", help="BM25 tokens: auto (Kiwi) or auto-mecab (MeCab)")
     parser.add_argument("--segment-size", type=int, help="passages per HNSW segment (default: munjang's)")
+    parser.add_argument("--merge-workers", type=int, help="workers a PostgreSQL merge may take")
     parser.add_argument("--name", default="collection_scale")
     parser.add_argument(
         "--shared-buffers", default=quarter_of_memory(), help="PostgreSQL's shared_buffers (postgres backend)"
@@ -294,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         url, where = None, str(work / "collection")
     server_pid = None if server is None else postmaster_pid(work / "pg")
-    hnsw = {} if args.segment_size is None else {"hnsw": {"segment_size": args.segment_size}}
+    chosen = {"segment_size": args.segment_size, "merge_workers": args.merge_workers}
+    hnsw = {"hnsw": {key: value for key, value in chosen.items() if value is not None}}
     collection = Collection.create(
         where, str(model), backend=url, index=args.index, tokenizer=args.tokenizer, **hnsw
     )
@@ -352,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
         "backend": args.backend,
         "batch": args.batch,
         "segment_size": args.segment_size,
+        "merge_workers": args.merge_workers,  # None: munjang's default
         "index": args.index,
         "tokenizer": args.tokenizer,
         "shared_buffers": shared_buffers,
