@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from munjang.search.storage.base import CollectionError, NewRow
-from munjang.search.storage.postgres_dense import PostgresDense
+from munjang.search.storage.postgres_dense import EF_SQL, WALK_SQL, PostgresDense
 from munjang.search.storage.postgres_segments import (
     ask_again,
     best_of,
@@ -205,3 +205,30 @@ def test_first_asks_best_of_and_ask_again() -> None:
     assert ask_again(rows, best, 3, [3, 2, 2]) == []  # 0 gave fewer than asked
     assert ask_again(rows[:1], best_of(rows[:1], 3), 3, [1]) == [0]  # fewer than k in all: any full one
     assert best_of([(0, 7, 0.5), (1, 6, 0.5)], 1) == [(6, 0.5)]  # ties: the lower label
+
+
+def test_an_unfiltered_search_walks_every_graph_however_stale_the_statistics(store: PostgresStore) -> None:
+    """The planner picks between a graph and a sort of its labels by statistics PostgreSQL refreshes
+    only after a tenth of the table changed: with the newest passages unseen, it sorts their
+    segments (the stale estimate says a handful). An unfiltered search sets sorting off for its
+    transaction (`WALK_SQL`), so every graph is walked."""
+    config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
+    store.create_schema(config)
+    store.conn.execute(f"ALTER TABLE {store.t('documents')} SET (autovacuum_enabled = false)")
+    vectors = _vectors(1300)
+    _add(store, vectors, 0, 150)
+    store.conn.execute(f"ANALYZE {store.t('documents')}")
+    _add(store, vectors, 150, 1300)  # unseen by the statistics
+    sql = search_sql(store.t("documents"), "<=>", "TRUE", graphs([], 4), range(4), SIZE)
+    plans = {}
+    for setting in (EF_SQL, WALK_SQL):
+        with store.conn.transaction():
+            store.conn.execute(setting, ["100"])
+            found = store.conn.execute("EXPLAIN " + sql, [vectors[0], vectors[0], 100] * 4).fetchall()
+        plans[setting] = "\n".join(row[0] for row in found)
+    assert "Sort" in plans[EF_SQL]  # what the planner chose by the stale statistics
+    for n in range(4):
+        assert f"Index Scan using documents_embedding_hnsw_{n} " in plans[WALK_SQL]
+    assert "Sort Key" not in plans[WALK_SQL].split("Append")[-1]
+    labels, _ = PostgresDense(store, store.get_meta()).search(store, vectors[1200][None], K, None)
+    assert labels[0][0] == 1201

@@ -33,6 +33,12 @@ from .postgres_store import PostgresStore
 OPERATOR = {"cosine": "<=>", "dot": "<#>"}
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 EF_SQL = "SELECT set_config('hnsw.ef_search', %s, true)"  # for the transaction
+# The same, and no sorting for the rest of the transaction, so an unfiltered search walks every graph:
+# the planner chooses between a graph and a sort of its range by statistics that PostgreSQL refreshes
+# only after a tenth of the table changed, and it sorted a newest segment of tens of thousands of
+# passages it had counted at a few hundred (docs/benchmarks.md). A filter keeps the planner's choice:
+# a selective one is rightly served by its own index and a sort.
+WALK_SQL = "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)"
 
 
 class PostgresDense:
@@ -168,15 +174,16 @@ class PostgresDense:
         for number, ask in enumerate(asks):
             walks.setdefault(min(max(self.ef_search, ask), MAX_EF_SEARCH), []).append(number)
         rows: list[tuple[int, int, float]] = []
+        setting = WALK_SQL if condition == "TRUE" else EF_SQL
         for ef, numbers in sorted(walks.items()):
-            conn.execute(EF_SQL, [str(ef)])
+            conn.execute(setting, [str(ef)])
             sql = search_sql(documents, op, condition, layout, numbers, size)
             values = [x for n in numbers for x in (vector, *params, vector, asks[n])]
             rows += conn.execute(sql, values).fetchall()
         best = best_of(rows, k)
         again = ask_again(rows, best, k, asks)
         if again:
-            conn.execute(EF_SQL, [str(min(max(self.ef_search, k), MAX_EF_SEARCH))])
+            conn.execute(setting, [str(min(max(self.ef_search, k), MAX_EF_SEARCH))])
             sql = search_sql(documents, op, condition, layout, again, size)
             kept = [row for row in rows if row[0] not in again]
             best = best_of(kept + conn.execute(sql, [vector, *params, vector, k] * len(again)).fetchall(), k)
