@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
-from korean_retrieval import DEFAULT_QUERIES, KOREAN, LOADERS, RetrievalSet
 from munjang.evaluation.retrieval import evaluate_rankings_per_query
+from retrieval_sets import DEFAULT_QUERIES, KOREAN, LOADERS, RetrievalSet
 
 MODES = ("hybrid", "dense", "lexical")
 METRICS = ("ndcg@10", "recall@1", "recall@5", "recall@10")

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backend_quality import METRICS, CachedEncoder, judge
 from common import print_environment, write_result
-from korean_retrieval import DEFAULT_QUERIES, KOREAN, LOADERS
+from retrieval_sets import DEFAULT_QUERIES, KOREAN, LOADERS
 
 # The Korean tokenizer inside the default "auto" tokenizer, per setting ("kiwi": munjang's default).
 SETTINGS: dict[str, dict[str, Any]] = {
