@@ -1,6 +1,7 @@
-"""A PostgreSQL collection's indexes beyond its tables, and bringing a collection an older munjang
-wrote to this schema: each step checks for what it adds and runs once, in one transaction, the
-first time a writable munjang opens the collection (a reader never changes a schema)."""
+"""A PostgreSQL collection's core tables and indexes (BM25's and SPLADE's are their own modules'),
+and bringing a collection an older munjang wrote to this schema: each step checks for what it adds
+and runs once, in one transaction, the first time a writable munjang opens the collection (a reader
+never changes a schema)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .base import SCHEMA_VERSION
-from .postgres_counts import add_counts, has_counts
+from .postgres_counts import COLUMNS, add_counts, has_counts
 from .postgres_lexical import create_postings, create_terms, has_postings, has_terms
 
 # Equality filters compile to jsonb containment (see filters.py), which this index answers.
@@ -30,6 +31,37 @@ class PostgresStore(Protocol):
     def t(self, table: str) -> str: ...
     def transaction(self) -> AbstractContextManager[Any]: ...
     def write_lock(self, timeout: float) -> AbstractContextManager[None]: ...
+
+
+def create_tables(store: PostgresStore, dim: int, meta: dict[str, Any]) -> None:
+    """The collection's core tables in its new schema, `meta` stored (inside the creating transaction)."""
+    execute = store.conn.execute
+    execute(f"CREATE TABLE {store.t('meta')} (key text PRIMARY KEY, value text NOT NULL)")
+    execute(
+        f"CREATE TABLE {store.t('state')} (one boolean PRIMARY KEY DEFAULT true CHECK (one), "
+        f"last_label bigint NOT NULL DEFAULT 0, last_deletion bigint NOT NULL DEFAULT 0, {COLUMNS})"
+    )
+    execute(f"INSERT INTO {store.t('state')} DEFAULT VALUES")
+    execute(
+        f"CREATE TABLE {store.t('documents')} (label bigserial PRIMARY KEY, id text NOT NULL, "
+        "chunk integer NOT NULL DEFAULT 0, span_start integer NOT NULL DEFAULT 0, span_end integer, "
+        "text text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', text_hash text NOT NULL, "
+        f"doc_hash text, tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL, "
+        "UNIQUE (id, chunk))"
+    )
+    execute(f"CREATE TABLE {store.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
+    execute(PASSAGES_INDEX.format(documents=store.t("documents")))
+    execute(f"CREATE INDEX ON {store.t('documents')} (text_hash)")
+    execute(METADATA_INDEX.format(documents=store.t("documents")))
+    execute(
+        f"CREATE TABLE {store.t('embeddings')} (model text NOT NULL, text_hash text NOT NULL, "
+        f"vector vector({dim}) NOT NULL, PRIMARY KEY (model, text_hash))"
+    )
+    execute(f"CREATE TABLE {store.t('deletions')} (seq bigserial PRIMARY KEY, label bigint NOT NULL)")
+    store.conn.cursor().executemany(
+        f"INSERT INTO {store.t('meta')} (key, value) VALUES (%s, %s)",
+        [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()],
+    )
 
 
 def upgrade(store: PostgresStore) -> None:

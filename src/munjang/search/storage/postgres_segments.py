@@ -91,6 +91,13 @@ def merge_workers(hnsw: dict[str, Any]) -> int:
     return workers
 
 
+def segment_meta(hnsw: dict[str, Any]) -> dict[str, int]:
+    """A new HNSW collection's segment entries for its meta, every `hnsw` option checked when the
+    collection is made, before anything exists, not at its first segment or merge."""
+    merge_workers(hnsw)
+    return {"hnsw_segment_size": segment_size(hnsw), "hnsw_segments": 0}
+
+
 def index_options(hnsw: dict[str, Any]) -> str:
     """pgvector's build options from a collection's `hnsw` settings."""
     m = int(hnsw.get("connectivity", 16))

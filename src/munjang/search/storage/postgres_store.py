@@ -1,8 +1,8 @@
 """The document store of a collection kept in PostgreSQL with pgvector: the source of truth and the
 vector index in one database, for teams whose data already lives there or outgrows one folder.
 
-Each collection is one schema, `munjang_<name>`, with the tables of the embedded store (`sqlite_store.py`)
-in PostgreSQL types:
+Each collection is one schema, `munjang_<name>`, with the tables of the embedded store
+(`sqlite_store.py`) in PostgreSQL types, made by `postgres_schema.py`:
 - `documents`: one row per passage: label (bigserial, never reused), id, chunk (unique with id),
   span_start / span_end, text, metadata (jsonb), text_hash, doc_hash, tokens (jsonb, for BM25), and
   `embedding vector(dim)`: the vector lives beside the passage, so pgvector's HNSW indexes
@@ -48,7 +48,7 @@ from .base import (
     sparse_cache_key,
 )
 from .postgres_connect import connect, redact
-from .postgres_counts import COLUMNS, counted_rows, has_counts, read_counts
+from .postgres_counts import counted_rows, has_counts, read_counts
 from .postgres_graph_merge import GraphMerger
 from .postgres_lexical import (
     create_postings,
@@ -57,7 +57,7 @@ from .postgres_lexical import (
     postings_problems,
     unindex_documents,
 )
-from .postgres_schema import METADATA_INDEX, PASSAGES_INDEX, upgrade
+from .postgres_schema import create_tables, upgrade
 from .postgres_segments import (
     INDEX_PREFIX,
     OPCLASS,
@@ -65,9 +65,8 @@ from .postgres_segments import (
     graphs,
     held_segments,
     index_name,
-    merge_workers,
     new_segment,
-    segment_size,
+    segment_meta,
 )
 
 NAME = re.compile(r"[A-Za-z0-9_\-]{1,50}")
@@ -141,40 +140,12 @@ class PostgresStore:
         dim, metric = int(config["dim"]), config["metric"]
         if metric not in OPCLASS:
             raise ValueError(f"metric {metric!r} has no pgvector operator class; choose {', '.join(OPCLASS)}")
-        hnsw = config.get("hnsw") or {}
-        hnsw_meta = {"hnsw_segment_size": segment_size(hnsw), "hnsw_segments": 0}
-        merge_workers(hnsw)  # checked now, not at the first merge
-        segments = hnsw_meta if config["index"] == "hnsw" else {}
+        segments = segment_meta(config.get("hnsw") or {})  # checked whatever the index
+        if config["index"] != "hnsw":
+            segments = {}
         with self.transaction():
             self.conn.execute(f'CREATE SCHEMA "{self.schema}"')
-            self.conn.execute(f"CREATE TABLE {self.t('meta')} (key text PRIMARY KEY, value text NOT NULL)")
-            self.conn.execute(
-                f"CREATE TABLE {self.t('state')} (one boolean PRIMARY KEY DEFAULT true CHECK (one), "
-                f"last_label bigint NOT NULL DEFAULT 0, last_deletion bigint NOT NULL DEFAULT 0, {COLUMNS})"
-            )
-            self.conn.execute(f"INSERT INTO {self.t('state')} DEFAULT VALUES")
-            self.conn.execute(
-                f"CREATE TABLE {self.t('documents')} (label bigserial PRIMARY KEY, id text NOT NULL, "
-                "chunk integer NOT NULL DEFAULT 0, span_start integer NOT NULL DEFAULT 0, span_end integer, "
-                "text text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', text_hash text NOT NULL, "
-                f"doc_hash text, tokens jsonb NOT NULL DEFAULT '[]', embedding vector({dim}) NOT NULL, "
-                "UNIQUE (id, chunk))"
-            )
-            self.conn.execute(f"CREATE TABLE {self.t('sources')} (id text PRIMARY KEY, text text NOT NULL)")
-            self.conn.execute(PASSAGES_INDEX.format(documents=self.t("documents")))
-            self.conn.execute(f"CREATE INDEX ON {self.t('documents')} (text_hash)")
-            self.conn.execute(METADATA_INDEX.format(documents=self.t("documents")))
-            self.conn.execute(
-                f"CREATE TABLE {self.t('embeddings')} (model text NOT NULL, text_hash text NOT NULL, "
-                f"vector vector({dim}) NOT NULL, PRIMARY KEY (model, text_hash))"
-            )
-            self.conn.execute(
-                f"CREATE TABLE {self.t('deletions')} (seq bigserial PRIMARY KEY, label bigint NOT NULL)"
-            )
-            self.conn.cursor().executemany(
-                f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s)",
-                [(k, json.dumps(v, ensure_ascii=False)) for k, v in {**config, **segments}.items()],
-            )
+            create_tables(self, dim, {**config, **segments})
             create_postings(self)
             if config.get("sparse"):
                 sparse.create_sparse(self)
