@@ -24,10 +24,12 @@ from munjang.search.storage.postgres_graph_merge import (
     replaced,
 )
 from munjang.search.storage.postgres_segments import (
+    MERGE_MEMORY_MB,
     MERGE_WORKERS,
     first_asks,
     graphs,
     index_name,
+    merge_memory_mb,
     merge_workers,
     search_sql,
 )
@@ -277,7 +279,8 @@ def test_a_merge_asks_the_memory_that_keeps_pgvector_building_in_memory(postgres
         conn.execute("DROP TABLE graph_memory")
     assert spilled == {1: False, 3: True}
     assert build_memory_mb(10, dim, m) == 64  # never below PostgreSQL's default
-    assert build_memory_mb(10**9, dim, m) == 2048  # never above the cap
+    assert build_memory_mb(10**9, dim, m) == MERGE_MEMORY_MB == 2048  # never above the cap
+    assert build_memory_mb(10**9, dim, m, cap=512) == 512 and build_memory_mb(10, dim, m, cap=8) == 8
 
 
 def test_a_merge_builds_with_the_parallel_workers_the_collection_allows(store: PostgresStore) -> None:
@@ -302,5 +305,35 @@ def test_a_merge_builds_with_the_parallel_workers_the_collection_allows(store: P
     other = PostgresStore(store.url, store.name + "_bad")
     with pytest.raises(ValueError, match="merge_workers"):
         other.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"merge_workers": -1}})
+    assert not other.exists()
+    other.close()
+
+
+def test_a_merge_asks_no_more_memory_than_the_collection_allows(store: PostgresStore) -> None:
+    """A merge's build asks PostgreSQL for at most `merge_memory_mb` of `maintenance_work_mem`, read
+    from the collection's settings at each build; the graph is built (on disk past the cap) and
+    valid; a bad setting is refused when the collection is created, before anything exists."""
+    _add(store, _vectors(450), 0, 450)
+    _settle(store)
+    assert merge_memory_mb({}) == MERGE_MEMORY_MB and merge_memory_mb({"merge_memory_mb": 8}) == 8
+    conn = connect(store.url)
+    try:
+        for settings, expected in (
+            ({"segment_size": SIZE}, "64MB"),
+            ({"segment_size": SIZE, "merge_memory_mb": 8}, "8MB"),
+        ):
+            store.set_meta({"hnsw": settings})
+            GraphMerger(store.url, store.schema, store.t).build(conn, (0, 2), SIZE)
+            assert conn.execute("SHOW maintenance_work_mem").fetchone()[0] == expected
+            assert _indexes(store).get(_name(0, 2)) is True
+            conn.execute(f'DROP INDEX "{store.schema}".{_name(0, 2)}')
+    finally:
+        conn.close()
+    for bad in (0, True, 1.5, "8"):
+        with pytest.raises(ValueError, match="merge_memory_mb"):
+            merge_memory_mb({"merge_memory_mb": bad})
+    other = PostgresStore(store.url, store.name + "_bad")
+    with pytest.raises(ValueError, match="merge_memory_mb"):
+        other.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"merge_memory_mb": 0}})
     assert not other.exists()
     other.close()

@@ -31,6 +31,7 @@ from .postgres_connect import connect
 from .postgres_segments import (
     AHEAD,
     INDEX_PREFIX,
+    MERGE_MEMORY_MB,
     OPCLASS,
     Graph,
     graph_bounds,
@@ -38,6 +39,7 @@ from .postgres_segments import (
     held_segments,
     index_name,
     index_options,
+    merge_memory_mb,
     merge_workers,
     read_merged,
     record_segments,
@@ -48,9 +50,6 @@ logger = logging.getLogger(__name__)
 # Graphs of one size merged into one. Four keeps a search's walks few (at most three per size, and
 # the newest segment) while each passage is rebuilt into a larger graph once per fourfold growth.
 FACTOR = 4
-# The most `maintenance_work_mem` a merge's build asks of the database server. A graph whose build
-# needs more is built past it on disk (pgvector: "graph no longer fits"), several times slower.
-MEMORY_CAP_MB = 2048
 
 
 def build_bytes(passages: int, dim: int, m: int) -> int:
@@ -60,10 +59,10 @@ def build_bytes(passages: int, dim: int, m: int) -> int:
     return passages * (4 * dim + 32 * m + 256) * 3 // 2
 
 
-def build_memory_mb(passages: int, dim: int, m: int) -> int:
-    """`maintenance_work_mem` (MB) for a merge's build in memory: `build_bytes`, at least 64 (the
-    default), at most `MEMORY_CAP_MB`."""
-    return max(64, min(MEMORY_CAP_MB, -(-build_bytes(passages, dim, m) // 2**20)))
+def build_memory_mb(passages: int, dim: int, m: int, cap: int = MERGE_MEMORY_MB) -> int:
+    """`maintenance_work_mem` (MB) for a merge's build in memory: `build_bytes`, at least 64
+    (PostgreSQL's default), at most `cap` (the collection's `merge_memory_mb`), which wins."""
+    return min(cap, max(64, -(-build_bytes(passages, dim, m) // 2**20)))
 
 
 def next_merge(layout: Sequence[Graph], last_label: int, size: int, factor: int = FACTOR) -> Graph | None:
@@ -281,7 +280,7 @@ class GraphMerger:
         rows = dict(conn.execute(sql).fetchall())
         hnsw = json.loads(rows.get("hnsw", "null")) or {}
         dim, m = int(json.loads(rows["dim"])), int(hnsw.get("connectivity", 16))
-        memory = build_memory_mb(graph[1] * size, dim, m)
+        memory = build_memory_mb(graph[1] * size, dim, m, merge_memory_mb(hnsw))
         workers = merge_workers(hnsw) if self.workers is None else self.workers
         conn.execute(f"SET maintenance_work_mem = '{memory}MB'")
         conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")

@@ -72,6 +72,10 @@ LOCK_WAIT = "100ms"
 # segment on one thread, and searches and adds keep the others: a longer merge for steadier searches
 # (measured in docs/benchmarks.md). A server with cores to spare may give it more (`hnsw` settings).
 MERGE_WORKERS = 0
+# The most `maintenance_work_mem` (MB) a merge's build asks of the database server, by default
+# (`hnsw={"merge_memory_mb": ...}`). A graph whose build needs more is built past it on disk
+# (pgvector: "graph no longer fits"), several times slower.
+MERGE_MEMORY_MB = 2048
 
 
 def segment_size(hnsw: dict[str, Any]) -> int:
@@ -91,10 +95,21 @@ def merge_workers(hnsw: dict[str, Any]) -> int:
     return workers
 
 
+def merge_memory_mb(hnsw: dict[str, Any]) -> int:
+    """The `merge_memory_mb` option of a collection's `hnsw` settings, checked (default
+    `MERGE_MEMORY_MB`): the most `maintenance_work_mem` a merge's build may take, in MB (at least 1,
+    PostgreSQL's own floor)."""
+    cap = hnsw.get("merge_memory_mb", MERGE_MEMORY_MB)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise ValueError(f"merge_memory_mb must be a positive integer (MB), not {cap!r}")
+    return cap
+
+
 def segment_meta(hnsw: dict[str, Any]) -> dict[str, int]:
     """A new HNSW collection's segment entries for its meta, every `hnsw` option checked when the
     collection is made, before anything exists, not at its first segment or merge."""
     merge_workers(hnsw)
+    merge_memory_mb(hnsw)
     return {"hnsw_segment_size": segment_size(hnsw), "hnsw_segments": 0}
 
 
