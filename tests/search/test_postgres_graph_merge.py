@@ -337,3 +337,52 @@ def test_a_merge_asks_no_more_memory_than_the_collection_allows(store: PostgresS
         other.create_schema({"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"merge_memory_mb": 0}})
     assert not other.exists()
     other.close()
+
+
+def test_a_writer_closing_on_a_merge_says_how_far_it_has_got(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While a merge runs, `progress` reads PostgreSQL's report of its build: the segments, the
+    phase and the passages the new graph will hold. A writer closing meanwhile says so (what it
+    waits for, and that Ctrl-C leaves it to the next writer), waits, and the merge is recorded."""
+    import logging
+    import threading
+    import time
+
+    idle = GraphMerger(store.url, store.schema, store.t)
+    monkeypatch.setattr(idle, "poke", lambda: None)
+    store._merger = idle
+    _add(store, _vectors(420, seed=5), 0, 420)  # segments 0-3 full: due to merge
+    merger = store._merger = GraphMerger(store.url, store.schema, store.t)
+    assert merger.progress(store.conn) is None  # nothing under way
+    holder = PostgresStore(store.url, store.name)
+    closing = threading.Thread(target=merger.close)
+    try:
+        holder.conn.execute("BEGIN")  # a writer's transaction: a concurrent build waits for it
+        holder.conn.execute(f"LOCK TABLE {store.t('documents')} IN ROW EXCLUSIVE MODE")
+        merger.poke()
+        deadline = time.monotonic() + 30
+        now = merger.progress(store.conn)
+        while now is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = merger.progress(store.conn)
+        assert now is not None
+        assert (now.graph, now.total, now.done) == ((0, 4), 400, 0)
+        assert now.phase.startswith("waiting for")
+        assert now.describe() == f"segments 0-3: 400 passages ({now.phase})"
+        with caplog.at_level(logging.WARNING, logger="munjang.search.storage.postgres_graph_merge"):
+            closing.start()
+            while "closing waits" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert closing.is_alive()  # it waits for the merge
+            holder.conn.execute("COMMIT")
+            closing.join(30)
+        assert "closing waits for a merge of HNSW segments 0-3: 400 passages (waiting for" in caplog.text
+        assert "Ctrl-C leaves it to the next writer" in caplog.text
+    finally:
+        if holder.conn.info.transaction_status:
+            holder.conn.execute("ROLLBACK")
+        holder.close()
+    assert not closing.is_alive() and merger.error is None
+    assert store.get_meta()["hnsw_merged"] == [[0, 4]]
+    assert merger.progress(store.conn) is None

@@ -27,7 +27,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .base import CollectionError
 from .postgres_connect import connect
+from .postgres_merge_progress import MergeProgress, MergeWatch, wait_showing_progress
 from .postgres_segments import (
     AHEAD,
     INDEX_PREFIX,
@@ -109,8 +111,9 @@ def parse_name(name: str) -> Graph | None:
 
 class GraphMerger:
     """Runs a collection's due merges, one after another, on a thread and a connection of its own:
-    `poke` after each commit that added passages; `close` waits for the merge under way. `workers`:
-    the parallel workers each build may take (None: the collection's `merge_workers` setting)."""
+    `poke` after each commit that added passages; `close` waits for the merge under way, showing
+    its progress. `workers`: the parallel workers each build may take (None: the collection's
+    `merge_workers` setting)."""
 
     def __init__(
         self,
@@ -128,6 +131,8 @@ class GraphMerger:
         self._again = False  # poked since the thread last looked for merges
         self._running = False  # a thread looks for merges (decided under `_lock`)
         self.merging: Graph | None = None  # the graph whose index is being built
+        self._pid: int | None = None  # the merge connection's backend (whose build PostgreSQL reports)
+        self._size = 0  # labels per segment of the collection being merged
         self.error: BaseException | None = None  # the last merge's failure (tried again at the next poke)
 
     def poke(self) -> None:
@@ -146,19 +151,42 @@ class GraphMerger:
         thread = self._thread
         if thread is None or not thread.is_alive():
             return
-        if not cancel and self.merging is not None:  # shown where nothing configured logging (the CLI)
-            logger.warning(
-                "%s: finishing a merge of HNSW segments before closing (Ctrl-C leaves it to the next writer)",
-                self.schema,
-            )
         try:
             if cancel:
                 self._cancel()
+            elif self.merging is not None:
+                self._wait_showing_progress(thread)
             thread.join()
         except BaseException:
             self._cancel()
             thread.join()
             raise
+
+    def progress(self, conn: Any) -> MergeProgress | None:
+        """How far the merge under way in this process has got, read on `conn` (not the merge's
+        own); None when none is under way or its build is not yet under way."""
+        pid = self._pid
+        if pid is None:
+            return None
+        return MergeWatch(conn, pid, self.table("documents"), self._size).read(self.merging)
+
+    def _wait_showing_progress(self, thread: threading.Thread) -> None:
+        """Wait for `thread`, saying what it finishes (a warning, shown where nothing configured
+        logging: the CLI) and showing its progress on a terminal."""
+        message = "%s: closing waits for a merge of HNSW %s; Ctrl-C leaves it to the next writer"
+        pid = self._pid
+        try:
+            conn = None if pid is None else connect(self.url)
+        except CollectionError:  # the progress is a courtesy: without it, the wait is the same
+            conn = None
+        if conn is None or pid is None:
+            logger.warning(message, self.schema, "segments")
+            return
+        with conn:
+            watch = MergeWatch(conn, pid, self.table("documents"), self._size)
+            now = watch.read(self.merging)
+            logger.warning(message, self.schema, now.describe() if now is not None else "segments")
+            wait_showing_progress(thread, lambda: watch.read(self.merging))
 
     def _cancel(self) -> None:
         self._stopped = True
@@ -169,6 +197,7 @@ class GraphMerger:
     def _run(self) -> None:
         try:
             self._conn = connect(self.url)
+            self._pid = int(self._conn.info.backend_pid)
             with self._conn:
                 self._conn.execute(
                     "SELECT set_config('application_name', %s, false)", [f"munjang merge {self.schema}"]
@@ -180,7 +209,7 @@ class GraphMerger:
             self.error = error
             logger.warning("%s: merging HNSW segments stopped: %s", self.schema, error)
         finally:
-            self._conn = None
+            self._conn, self._pid = None, None
             with self._lock:
                 if self._thread is threading.current_thread():  # not a thread poked since
                     self._running = False
@@ -241,7 +270,7 @@ class GraphMerger:
         """Build `graph`'s index (again, if a build was cut off), then record it in place of the
         graphs it covers; their indexes are dropped by the next `merge_all` round."""
         logger.info("%s: merging HNSW segments %d-%d", self.schema, graph[0], graph[0] + graph[1] - 1)
-        self.merging = graph
+        self._size, self.merging = size, graph
         try:
             self.build(conn, graph, size)
         finally:
