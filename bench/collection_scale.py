@@ -129,6 +129,19 @@ def reader(where: str, backend: str | None) -> dict[str, Any]:
         "hits": len(hits),
         # VmHWM: this process's own peak (ru_maxrss keeps the forking writer's RSS across exec).
         "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
+        # The whole process's CPU split, and its page faults: the same loads have cost this reader
+        # up to twice the CPU inside a run as alone, which these tell apart (work or the kernel's).
+        **cpu_split(),
+    }
+
+
+def cpu_split() -> dict[str, Any]:
+    """This process's user and system CPU seconds and minor page faults so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "user_s": round(usage.ru_utime, 3),
+        "system_s": round(usage.ru_stime, 3),
+        "minor_faults": int(usage.ru_minflt),
     }
 
 
