@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     multi_vector = None
     if args.multi_vector_model:
-        from munjang.multi_vector import load_multi_vector_encoder
+        from munjang.encoders.multi_vector import load_multi_vector_encoder
 
         mv_model = str(Path(args.multi_vector_model).expanduser())
         multi_vector = (mv_model, load_multi_vector_encoder(mv_model))

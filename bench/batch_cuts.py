@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     env = print_environment()
     import munjang
-    import munjang.encoder as encoder_module
-    from munjang.encoder import DEFAULT_MAX_ROWS, DEFAULT_MAX_TOKENS
+    import munjang.encoders.dense.encoder as encoder_module
+    from munjang.encoders.dense.encoder import DEFAULT_MAX_ROWS, DEFAULT_MAX_TOKENS
     from munjang.inference import padding_fraction, token_budget_batches
 
     policies = {"greedy fill": greedy_batches, "least-waste cut": token_budget_batches}

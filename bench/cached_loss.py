@@ -62,7 +62,7 @@ def _reset_peak() -> None:
 
 def _build(config: str, max_seq_length: int, mini_batch: int) -> tuple[Any, Any, Any]:
     """The model, the loss and a function from a column's texts to its features."""
-    from munjang.hub import resolve_model_path
+    from munjang.models.hub import resolve_model_path
 
     folder = resolve_model_path(MODEL)
     if config.startswith("munjang"):

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     import pgserver
 
     from munjang.search import Collection
-    from munjang.search.storage.postgres_counts import counted_rows, has_counts
+    from munjang.search.backends.postgres.counts import counted_rows, has_counts
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     with Collection.open(args.collection, backend=server.get_uri(), readonly=True) as reader:

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, training_arguments, write_result
-from munjang.cross_encoder.evaluation import CrossEncoderCorrelationEvaluator
-from munjang.cross_encoder.losses import BinaryCrossEntropyLoss, MSELoss
 from munjang.data import read_sts
+from munjang.encoders.cross.evaluation import CrossEncoderCorrelationEvaluator
+from munjang.encoders.cross.losses import BinaryCrossEntropyLoss, MSELoss
 from munjang.training import Example, Trainer
 
 

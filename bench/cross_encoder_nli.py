@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, training_arguments, write_result
-from munjang.cross_encoder.evaluation import CrossEncoderClassificationEvaluator
-from munjang.cross_encoder.losses import CrossEntropyLoss
 from munjang.data import nli_pair_examples, read_nli
+from munjang.encoders.cross.evaluation import CrossEncoderClassificationEvaluator
+from munjang.encoders.cross.losses import CrossEntropyLoss
 from munjang.training import Trainer
 
 

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import munjang
 from common import environment, print_environment, shared_data_dir, training_arguments, write_result
-from munjang.cross_encoder.losses import BinaryCrossEntropyLoss
 from munjang.data import read_sts
+from munjang.encoders.cross.losses import BinaryCrossEntropyLoss
 from munjang.training import Trainer, mine_hard_negatives
 
 

@@ -31,8 +31,8 @@ import munjang
 from common import environment, print_environment, shared_data_dir, write_result
 from munjang.data import align_stsb_korsts, read_sts, split_parallel
 from munjang.evaluation import STSEvaluator, TranslationEvaluator
-from munjang.hub import embedded_default_path
 from munjang.losses import MSELoss
+from munjang.models.hub import embedded_default_path
 from munjang.training import Example, Trainer, TrainingArguments
 
 

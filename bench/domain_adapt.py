@@ -43,9 +43,9 @@ import torch
 import munjang
 from autorag import CHUNKINGS, MODEL, load_autorag, run_method
 from common import print_environment, write_result
+from munjang._util.paths import cache_root
 from munjang.data.example import Example
 from munjang.losses import MultipleNegativesRankingLoss
-from munjang.paths import cache_root
 from munjang.search.collection.collection import Collection
 from munjang.training import Trainer, TrainingArguments
 from munjang.training.adaptation import adapt, corpus_sentences

@@ -241,7 +241,7 @@ def token_statistics(model: str, corpus: list[str], prompt: str) -> dict[str, An
     """Tokens per sentence (special tokens and the prompt included) with the model's own tokenizer."""
     from transformers import AutoTokenizer
 
-    from munjang.hub import resolve_model_path
+    from munjang.models.hub import resolve_model_path
 
     folder = resolve_model_path(model)
     lengths = [
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --device cuda, but torch sees no CUDA GPU here", file=sys.stderr)
             return 2
     env = print_environment()
-    from munjang.hub import embedded_default_path, resolve_model_path
+    from munjang.models.hub import embedded_default_path, resolve_model_path
 
     # a name ("multilingual-e5-small") becomes its installed folder, which both libraries load
     model = str(resolve_model_path(args.model)) if args.model else str(embedded_default_path())

@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import environment, print_environment, running_server, write_result
-from munjang.paths import models_root
+from munjang._util.paths import models_root
 
 CHILD = """
 import json, sys, time
@@ -106,11 +106,11 @@ def mark(name, since=[start]):
     now = time.perf_counter()
     phases[name] = round(now - since[0], 2)
     since[0] = now
-import munjang.cli_serve, uvicorn, fastapi
-from munjang.encoder import load_encoder
+import munjang.cli.serve, uvicorn, fastapi
+from munjang.encoders.dense.encoder import load_encoder
 from munjang.models import DEFAULT_SERVE_MODELS
 mark("imports")
-served = munjang.cli_serve._named_models(None, DEFAULT_SERVE_MODELS)
+served = munjang.cli.serve._named_models(None, DEFAULT_SERVE_MODELS)
 encoders = {}
 for name, path in served:
     encoders[name] = load_encoder(path)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 
 from common import print_environment, process_tree, write_result
-from munjang.paths import models_root
+from munjang._util.paths import models_root
 
 MODEL = "multilingual-e5-small"
 QUERIES = ["economy", "주가가 급락했다.", "Will it rain in Seoul?"]
@@ -75,7 +75,7 @@ def build_collections(folder: Path, count: int, env: dict[str, str]) -> None:
     code = (
         "import sys, munjang\n"
         "from pathlib import Path\n"
-        "from munjang.bundled import demo_documents\n"
+        "from munjang._util.bundled import demo_documents\n"
         "docs = demo_documents()[:20]\n"
         "encoder = munjang.load_encoder(sys.argv[1], backend='torch', precision='fp32')\n"
         f"for i in range({count}):\n"

@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown configurations {unknown}; choose from {', '.join(CONFIGURATIONS)}")
     runs = Path(args.runs).resolve()
     results: dict[str, Any] = {"base": {"model": args.model}}
-    from munjang.hub import resolve_model_path
+    from munjang.models.hub import resolve_model_path
 
     results["base"]["korsts"] = korsts(str(resolve_model_path(args.model)), data, precision="fp32")
     print(f"{args.model}: KorSTS {results['base']['korsts']}")

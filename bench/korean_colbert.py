@@ -5,7 +5,7 @@
 
 Training: e5-small's transformer + a new 128-d token projection, query expansion to 32 tokens, the
 e5 prompts ("query: " / "passage: ") as markers, documents cut at --train-doc-length tokens; MaxSim
-in-batch negatives (munjang.multi_vector.fit_colbert) on KLUE-NLI train: an entailment hypothesis is
+in-batch negatives (munjang.encoders.multi_vector.fit_colbert) on KLUE-NLI train: an entailment hypothesis is
 the query, its premise the document, and another premise mined by Kiwi BM25 a hard negative; the
 embeddings and the lower --freeze-layers layers stay frozen. No evaluation set is trained on
 (chatbot-qa, ParaKQC and question-pair are evaluation sets here, so they stay out of training).
@@ -38,7 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, shared_data_dir, write_result
-from munjang.paths import cache_root
+from munjang._util.paths import cache_root
 
 MODEL = "multilingual-e5-small"
 SETS = ("autorag", "chatbot", "parakqc", "question-pair", "korsts")
@@ -101,10 +101,10 @@ def pca_projection(model: Any, texts: list[str]) -> None:
 
 
 def train(args: argparse.Namespace) -> int:
-    from munjang.hub import resolve_model_path
+    from munjang.encoders.multi_vector import MultiVectorEncoder
+    from munjang.encoders.multi_vector.fit import FitOptions, fit_colbert
+    from munjang.models.hub import resolve_model_path
     from munjang.modules import Transformer
-    from munjang.multi_vector import MultiVectorEncoder
-    from munjang.multi_vector.fit import FitOptions, fit_colbert
 
     torch.set_num_threads(args.threads)
     env = print_environment()
@@ -244,7 +244,7 @@ def kr_cache_dir() -> Path:
 
 def encoded_corpus(model: Any, name: str, ids: list[str], texts: list[str], doc_length: int) -> Any:
     """The ColBERT token sets of a corpus, cached beside the model (FlatTokens, float16)."""
-    from munjang.multi_vector.flat import FlatTokens
+    from munjang.encoders.multi_vector.flat import FlatTokens
 
     stamp = (model_dir() / "model.safetensors").stat().st_mtime_ns  # a retrained model encodes anew
     path = model_dir() / f"corpus-{name}-{len(ids)}-len{doc_length}-{stamp}.npz"
@@ -268,9 +268,9 @@ def encoded_corpus(model: Any, name: str, ids: list[str], texts: list[str], doc_
 
 def evaluate(args: argparse.Namespace) -> int:
     import korean_retrieval as kr
+    from munjang.encoders.multi_vector import load_multi_vector_encoder
+    from munjang.encoders.multi_vector.flat import brute_force_top_k
     from munjang.evaluation.retrieval import evaluate_rankings_per_query
-    from munjang.multi_vector import load_multi_vector_encoder
-    from munjang.multi_vector.flat import brute_force_top_k
     from munjang.search.index.plaid import PlaidIndex
 
     torch.set_num_threads(args.threads)

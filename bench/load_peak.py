@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
-from munjang.paths import models_root
+from munjang._util.paths import models_root
 
 CHILD = """
 import json, sys, time

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
 from munjang import Collection, load_encoder
+from munjang.applications.demo import demo_collection
 from munjang.applications.projection import project_2d, script_groups, umap_available
-from munjang.demo import demo_collection
 
 
 def neighbour_shares(points: np.ndarray, labels: list[str], k: int, cosine: bool = False) -> float:

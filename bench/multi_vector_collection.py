@@ -33,8 +33,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
+from munjang._util.paths import cache_root
 from munjang.evaluation.retrieval import evaluate_rankings_per_query
-from munjang.paths import cache_root
 from munjang.search.collection.collection import Collection
 
 DENSE = "multilingual-e5-small"
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     import munjang
-    from munjang.multi_vector import load_multi_vector_encoder
+    from munjang.encoders.multi_vector import load_multi_vector_encoder
 
     torch.set_num_threads(args.threads)
     env = print_environment()

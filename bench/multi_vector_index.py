@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
-from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
+from munjang.encoders.multi_vector.flat import FlatTokens, brute_force_top_k
 from munjang.search.index.muvera import MuveraIndex
 from munjang.search.index.plaid import PlaidIndex
 

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     env = print_environment()
     import munjang
-    from munjang.encoder import DEFAULT_MAX_ROWS, DEFAULT_MAX_TOKENS, TOKENIZE_CHUNK
+    from munjang.encoders.dense.encoder import DEFAULT_MAX_ROWS, DEFAULT_MAX_TOKENS, TOKENIZE_CHUNK
     from munjang.inference import padding_fraction, token_budget_batches
 
     enc = munjang.load_encoder(args.model, device="cpu")

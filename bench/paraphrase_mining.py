@@ -291,7 +291,7 @@ CACHE_CHECK_ROWS = 64
 
 def encode_corpus(texts: list[str], batch_size: int) -> tuple[np.ndarray, dict[str, Any]]:
     import munjang
-    from munjang.hub import embedded_default_path
+    from munjang.models.hub import embedded_default_path
 
     encoder = munjang.load_encoder(device="cpu")
     start = time.perf_counter()

@@ -34,10 +34,10 @@ from psycopg.types.json import Jsonb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
+from munjang.search.backends.filters import compile_filter
+from munjang.search.backends.postgres.dense import PostgresDense
+from munjang.search.backends.postgres.store import PostgresStore
 from munjang.search.index.ann import HNSWIndex
-from munjang.search.storage.filters import compile_filter
-from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_store import PostgresStore
 from search_scale import make_dataset
 
 K = 10

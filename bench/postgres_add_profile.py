@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     import pgserver
 
     from munjang.search import Collection
+    from munjang.search.backends.postgres import store as postgres_store
     from munjang.search.collection import encoding
-    from munjang.search.storage import postgres_store
 
     spent: collections.Counter[str] = collections.Counter()
     for name in ("insert", "put_embeddings", "existing", "cached_hashes", "vacuum_postings"):

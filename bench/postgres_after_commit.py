@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     import psycopg
 
     from munjang.search import Collection
-    from munjang.search.storage.postgres_segments import first_asks, graphs, search_sql
+    from munjang.search.backends.postgres.segments import first_asks, graphs, search_sql
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     url = server.get_uri()

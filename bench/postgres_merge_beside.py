@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> None:
     import psycopg
 
     from munjang.search import Collection
-    from munjang.search.storage.postgres_connect import connect
-    from munjang.search.storage.postgres_graph_merge import GraphMerger
-    from munjang.search.storage.postgres_segments import index_name
+    from munjang.search.backends.postgres.connect import connect
+    from munjang.search.backends.postgres.graph_merge import GraphMerger
+    from munjang.search.backends.postgres.segments import index_name
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     url = server.get_uri()

@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     from pgvector.psycopg import register_vector
     from sentence_transformers import SentenceTransformer
 
-    from munjang.search.storage.postgres_dense import EF_SQL, MAX_EF_SEARCH
-    from munjang.search.storage.postgres_segments import (
+    from munjang.search.backends.postgres.dense import EF_SQL, MAX_EF_SEARCH
+    from munjang.search.backends.postgres.segments import (
         Graph,
         ask_again,
         best_of,

@@ -32,7 +32,7 @@ PER_COMMIT = 1_000
 
 def fill(store: Any, n: int, seed: int) -> float:
     """Write n passages (BM25 tokens and SPLADE vectors) in commits of PER_COMMIT; seconds spent."""
-    from munjang.search.storage.base import NewRow, sparse_cache_key
+    from munjang.search.backends.base import NewRow, sparse_cache_key
 
     rng = np.random.default_rng(seed)
     zipf = 1.0 / np.arange(1, VOCAB + 1) ** 0.8
@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     environment = print_environment()
     import pgserver
 
-    from munjang.search.storage.base import sparse_cache_key
-    from munjang.search.storage.postgres_lexical import PostgresLexical
-    from munjang.search.storage.postgres_sparse import PostgresSparse
-    from munjang.search.storage.postgres_store import PostgresStore
+    from munjang.search.backends.base import sparse_cache_key
+    from munjang.search.backends.postgres.lexical import PostgresLexical
+    from munjang.search.backends.postgres.sparse import PostgresSparse
+    from munjang.search.backends.postgres.store import PostgresStore
 
     server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="munjang-postings-")), cleanup_mode="stop")
     try:

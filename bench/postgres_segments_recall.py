@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     import pgserver
 
     from munjang.search import Collection
-    from munjang.search.storage.postgres_dense import MAX_EF_SEARCH, PostgresDense
-    from munjang.search.storage.postgres_segments import graphs
+    from munjang.search.backends.postgres.dense import MAX_EF_SEARCH, PostgresDense
+    from munjang.search.backends.postgres.segments import graphs
 
     server = pgserver.get_server(args.database, cleanup_mode="stop")
     collection = Collection.open(args.collection, backend=server.get_uri(), readonly=True)

@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     environment = print_environment()
     import pgserver
 
-    from munjang.search.storage.base import sparse_cache_key
-    from munjang.search.storage.postgres_sparse import PostgresSparse
-    from munjang.search.storage.postgres_store import PostgresStore
+    from munjang.search.backends.base import sparse_cache_key
+    from munjang.search.backends.postgres.sparse import PostgresSparse
+    from munjang.search.backends.postgres.store import PostgresStore
 
     folder = args.database or Path(tempfile.mkdtemp(prefix="munjang-sparse-sum-"))
     server = pgserver.get_server(folder, cleanup_mode="stop")

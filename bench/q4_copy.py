@@ -27,7 +27,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from munjang.hub import embedded_default_path
+from munjang.models.hub import embedded_default_path
 
 QK = 32
 QUANTIZED = (

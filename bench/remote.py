@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `common`, also under
 import munjang
 from common import print_environment, running_server, shared_data_dir, write_result
 from munjang.data import read_sts
+from munjang.encoders.remote import RemoteEncoder
 from munjang.evaluation import STSEvaluator
-from munjang.remote import RemoteEncoder
 
 MODEL = "all-MiniLM-L6-v2"
 KEY = "bench-key"

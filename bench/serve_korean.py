@@ -31,8 +31,8 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, running_server, shared_data_dir, write_result
+from munjang.applications.demo import demo_documents
 from munjang.data import read_sts
-from munjang.demo import demo_documents
 
 QUERIES = ["요리하는 남자", "내일 비가 올까요?", "축구 경기 결과", "주식 시장이 폭락했다"]
 

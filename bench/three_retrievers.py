@@ -112,7 +112,7 @@ def model_stamp(model: str) -> str:
 
 def _load_model(state: dict[str, Any], model: str) -> Any:
     if "multi_vector" not in state:
-        from munjang.multi_vector import load_multi_vector_encoder
+        from munjang.encoders.multi_vector import load_multi_vector_encoder
 
         print(f"loading {model} ...", flush=True)
         state["multi_vector"] = load_multi_vector_encoder(str(Path(model).expanduser()), device="cpu")

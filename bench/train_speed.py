@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import munjang
 from common import environment, print_environment, shared_data_dir, write_result
 from munjang.data import read_sts
-from munjang.hub import embedded_default_path
 from munjang.losses import CosineSimilarityLoss
+from munjang.models.hub import embedded_default_path
 from munjang.training import Example, Trainer, TrainingArguments
 
 

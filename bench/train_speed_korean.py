@@ -34,7 +34,7 @@ import munjang
 from common import environment, print_environment, shared_data_dir, write_result
 from munjang.data import read_nli, read_sts
 from munjang.data.nli import nli_pair_examples, nli_triplet_examples
-from munjang.hub import resolve_model_path
+from munjang.models.hub import resolve_model_path
 from munjang.training import Example, Trainer, TrainingArguments
 
 MODEL = "multilingual-e5-small"
@@ -60,7 +60,7 @@ def examples(kind: str, n: int) -> list[Example]:
 
 
 def run_munjang(name: str, rows: list[Example], mixed_precision: str, seed: int) -> float:
-    from munjang.cross_encoder.losses import BinaryCrossEntropyLoss
+    from munjang.encoders.cross.losses import BinaryCrossEntropyLoss
     from munjang.losses import CoSENTLoss, MultipleNegativesRankingLoss, SoftmaxLoss
 
     config = CONFIGS[name]

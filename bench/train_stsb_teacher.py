@@ -22,8 +22,8 @@ import munjang
 from common import environment, print_environment, shared_data_dir, training_arguments, write_result
 from munjang.data import read_sts
 from munjang.evaluation import STSEvaluator
-from munjang.hub import embedded_default_path
 from munjang.losses import CoSENTLoss, CosineSimilarityLoss
+from munjang.models.hub import embedded_default_path
 from munjang.training import Example, Trainer
 
 

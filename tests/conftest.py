@@ -45,7 +45,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm_path() -> Path:
-    from munjang.hub import embedded_default_path
+    from munjang.models.hub import embedded_default_path
 
     return embedded_default_path()
 

@@ -24,14 +24,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
-    "version", "lazy_names", "errors", "json_files", "paths", "atomic", "cores", "extras", "images",
-    "devices", "bundled", "similarity", "models", "hub", "modules", "encoder_settings",
-    "static_query_encoder", "formats", "inference", "encoder_backend", "encoder", "m3_encoder", "m3_views",
-    "encode_pool", "remote", "embedder", "sparse_encoder", "multi_vector", "losses", "data", "search.index",
-    "evaluation", "cross_encoder", "search.storage", "search.collection", "search", "ingest",
-    "applications", "distributed", "training", "demo", "client", "integrations", "server", "cli_options",
-    "cli_models", "cli_index_text", "cli_index", "cli_collections", "cli_apps", "cli_topics", "cli_serve",
-    "cli_train", "cli_adapt", "cli_compare", "cli_mteb", "cli", "__init__",
+    "version", "errors", "_util", "images", "similarity", "models", "modules",
+    # the encoders: their torch-free parts first, then the kinds, each a package
+    "encoders", "encoders.settings", "encoders.static", "encoders.formats", "inference", "encoders.dense",
+    "encoders.m3", "encoders.remote", "encoders.embedder", "encoders.sparse", "encoders.multi_vector",
+    "losses", "data", "search.index", "evaluation", "encoders.cross",
+    # search: the storage contract, the in-process followers of a store, the backends, Collection
+    "search.backends.base", "search.backends.filters", "search.backends.disk_faults", "search.followers",
+    "search.backends", "search.collection", "search",
+    "ingest", "applications", "distributed", "training", "client", "integrations", "server", "cli",
+    "__init__",
 ]  # fmt: skip
 
 
@@ -71,8 +73,8 @@ GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
 STORAGE = {
     name
     for name in MODULES
-    if name.startswith("munjang.search.storage.")
-    and name not in {"munjang.search.storage.base", "munjang.search.storage.filters"}
+    if name.startswith("munjang.search.backends.")
+    and name not in {"munjang.search.backends.base", "munjang.search.backends.filters"}
 }
 
 

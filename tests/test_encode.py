@@ -140,7 +140,7 @@ def test_devices(encoder: SentenceEncoder) -> None:
 
 def test_best_device_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """cuda, then mps, then cpu: each branch forced, so the test says something on a CPU machine."""
-    from munjang.devices import best_device, resolve_device
+    from munjang._util.devices import best_device, resolve_device
 
     class Backend:
         def __init__(self, present: bool) -> None:

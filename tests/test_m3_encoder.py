@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from munjang.encoders.m3.encoder import SPARSE_HEAD, combined_scores, is_m3_folder, load_m3_encoder
 from munjang.errors import ModelLoadError
-from munjang.m3_encoder import SPARSE_HEAD, combined_scores, is_m3_folder, load_m3_encoder
 from tests.helpers.m3 import tiny_m3
 
 TEXTS = [

@@ -10,11 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang import InputTooLongError, load_m3_encoder, load_multi_vector_encoder, load_sparse_encoder
-from munjang.m3_encoder import colbert_scores
-from munjang.m3_views import M3MultiVectorView, M3SparseView
+from munjang.encoders.m3.encoder import colbert_scores
+from munjang.encoders.m3.views import M3MultiVectorView, M3SparseView
+from munjang.encoders.sparse.encoder import sparse_rows
 from munjang.search.collection.collection import Collection
 from munjang.server import ServerSettings, create_app
-from munjang.sparse_encoder import sparse_rows
 from tests.helpers.m3 import tiny_m3
 from tests.helpers.server import LOCAL
 

@@ -13,8 +13,8 @@ import torch
 
 import munjang
 from munjang import InputTooLongError, SparseEncoder
+from munjang.encoders.sparse.encoder import sparse_rows
 from munjang.modules import Router, SparseStaticEmbedding
-from munjang.sparse_encoder import sparse_rows
 from tests.helpers.sparse import TEXTS, st_inference_free, st_splade, tiny_mlm
 
 pytest.importorskip("sentence_transformers")

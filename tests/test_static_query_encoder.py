@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
 from tokenizers import Tokenizer
 
 import munjang
-from munjang.static_query_encoder import StaticQueryEncoder
+from munjang.encoders.static.query_encoder import StaticQueryEncoder
 
 SENTENCES = [
     "A man is playing a guitar on the stage.",

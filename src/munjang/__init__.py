@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from ._util.lazy_names import lazy_names
 from .errors import (
     CorruptModelError,
     DataFormatError,
@@ -11,24 +12,23 @@ from .errors import (
     ModelNotFoundError,
     MunjangError,
 )
-from .lazy_names import lazy_names
 from .version import __version__
 
 if TYPE_CHECKING:
     from . import similarity
     from .client import Client, ServerError
-    from .cross_encoder import CrossEncoder, load_cross_encoder
-    from .embedder import Embedder, load_embedder
-    from .encoder import SentenceEncoder, load_encoder
+    from .encoders.cross import CrossEncoder, load_cross_encoder
+    from .encoders.dense.encoder import SentenceEncoder, load_encoder
+    from .encoders.embedder import Embedder, load_embedder
+    from .encoders.m3.encoder import M3Encoder, load_m3_encoder
+    from .encoders.multi_vector import MultiVectorEncoder, load_multi_vector_encoder
+    from .encoders.multi_vector.maxsim import maxsim
+    from .encoders.remote import RemoteEncoder
+    from .encoders.sparse.encoder import SparseEncoder, load_sparse_encoder
     from .images import load_image
-    from .m3_encoder import M3Encoder, load_m3_encoder
     from .modules import Dense, Normalize, Pooling, Transformer
-    from .multi_vector import MultiVectorEncoder, load_multi_vector_encoder
-    from .multi_vector.maxsim import maxsim
-    from .remote import RemoteEncoder
     from .search import Collection
     from .similarity import cos_sim, pairwise_similarity
-    from .sparse_encoder import SparseEncoder, load_sparse_encoder
 
 # Each public name and the module it lives in: imported on first use, so `import munjang` (and a
 # process that only searches a collection) does not load torch, the server client or the trainers.
@@ -36,28 +36,28 @@ _LAZY = {
     "similarity": "similarity",
     "Client": "client",
     "ServerError": "client",
-    "CrossEncoder": "cross_encoder",
-    "load_cross_encoder": "cross_encoder",
-    "Embedder": "embedder",
-    "load_embedder": "embedder",
-    "SentenceEncoder": "encoder",
-    "load_encoder": "encoder",
+    "CrossEncoder": "encoders.cross",
+    "load_cross_encoder": "encoders.cross",
+    "Embedder": "encoders.embedder",
+    "load_embedder": "encoders.embedder",
+    "SentenceEncoder": "encoders.dense.encoder",
+    "load_encoder": "encoders.dense.encoder",
     "load_image": "images",
-    "M3Encoder": "m3_encoder",
-    "load_m3_encoder": "m3_encoder",
+    "M3Encoder": "encoders.m3.encoder",
+    "load_m3_encoder": "encoders.m3.encoder",
     "Dense": "modules",
     "Normalize": "modules",
     "Pooling": "modules",
     "Transformer": "modules",
-    "MultiVectorEncoder": "multi_vector",
-    "load_multi_vector_encoder": "multi_vector",
-    "maxsim": "multi_vector",
-    "RemoteEncoder": "remote",
+    "MultiVectorEncoder": "encoders.multi_vector",
+    "load_multi_vector_encoder": "encoders.multi_vector",
+    "maxsim": "encoders.multi_vector",
+    "RemoteEncoder": "encoders.remote",
     "Collection": "search",
     "cos_sim": "similarity",
     "pairwise_similarity": "similarity",
-    "SparseEncoder": "sparse_encoder",
-    "load_sparse_encoder": "sparse_encoder",
+    "SparseEncoder": "encoders.sparse.encoder",
+    "load_sparse_encoder": "encoders.sparse.encoder",
 }
 
 __all__ = [

@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import numpy as np
 
+from ._util.extras import require
 from .errors import MunjangError
-from .extras import require
 
 
 class ServerError(MunjangError):

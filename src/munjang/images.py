@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ._util.extras import require
 from .errors import ImageError
-from .extras import require
 
 # The file types an image collection reads from a folder.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")

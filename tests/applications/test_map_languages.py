@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang import Collection, load_encoder
+from munjang.applications.demo import demo_collection, demo_documents
 from munjang.applications.projection import centre_groups, project_2d, script_groups, umap_available
-from munjang.demo import demo_collection, demo_documents
 from munjang.server import ServerSettings, create_app
 from tests.helpers.server import LOCAL
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from munjang import Collection
+from munjang.applications.demo import demo_collection, demo_documents
 from munjang.applications.projection import pca_2d, project_2d, umap_available
-from munjang.demo import demo_collection, demo_documents
 
 
 def test_pca_matches_scikit_learn_up_to_sign_and_is_deterministic():

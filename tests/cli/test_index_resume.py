@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from munjang.cli_index_text import SNIPPET_CHARS, snippet
+from munjang.cli.index_text import SNIPPET_CHARS, snippet
 from munjang.search.collection.collection import Collection
 from tests.helpers.cli import run_cli
 

@@ -94,16 +94,16 @@ def test_a_failure_mid_way_keeps_what_was_committed(col: str, folder: Path, caps
 
 
 def test_missing_reader_library_is_one_file_s_error(col: str, folder: Path, capsys, monkeypatch) -> None:
-    import munjang.extras
+    import munjang._util.extras
 
-    real = munjang.extras.importlib.import_module
+    real = munjang._util.extras.importlib.import_module
 
     def without_pptx(name: str, *args, **kwargs):
         if name == "pptx":
             raise ImportError("no pptx")
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(munjang.extras.importlib, "import_module", without_pptx)
+    monkeypatch.setattr(munjang._util.extras.importlib, "import_module", without_pptx)
     code, out, err = run_cli(["index", "add", col, str(folder)], capsys, monkeypatch)
     assert code == 1 and "added 5, updated 0, skipped 0, failed 5;" in out
     assert any("deck.pptx" in line and "pip install 'munjang[files]'" in line for line in err.splitlines())

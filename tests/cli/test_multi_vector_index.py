@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.multi_vector import load_multi_vector_encoder, maxsim
+from munjang.encoders.multi_vector import load_multi_vector_encoder, maxsim
 from tests.helpers.cli import run_cli
 from tests.helpers.m3 import tiny_m3
 from tests.helpers.multi_vector import st_multi_vector

@@ -1,1 +1,1 @@
-"""Tests of munjang.cross_encoder."""
+"""Tests of munjang.encoders.cross."""

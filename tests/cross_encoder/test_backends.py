@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from munjang import load_cross_encoder
-from munjang.cross_encoder import score_autotune
-from munjang.cross_encoder.losses import BinaryCrossEntropyLoss
-from munjang.cross_encoder.score_autotune import ScoreTrial, measure_all, pick
+from munjang.encoders.cross import score_autotune
+from munjang.encoders.cross.losses import BinaryCrossEntropyLoss
+from munjang.encoders.cross.score_autotune import ScoreTrial, measure_all, pick
 from tests.helpers.llm import tiny_llm_reranker
 from tests.helpers.training import tiny_bert
 

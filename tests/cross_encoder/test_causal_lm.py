@@ -14,7 +14,7 @@ from sentence_transformers import CrossEncoder as STCrossEncoder
 from sentence_transformers.cross_encoder import losses as st_losses
 
 from munjang import load_cross_encoder
-from munjang.cross_encoder.losses import BinaryCrossEntropyLoss
+from munjang.encoders.cross.losses import BinaryCrossEntropyLoss
 from munjang.errors import ModelLoadError
 from munjang.modules.causal_lm import CausalLMTransformer
 from munjang.modules.logit_score import LogitScore

@@ -13,8 +13,8 @@ from sentence_transformers import CrossEncoder as STCrossEncoder
 from sentence_transformers.cross_encoder import losses as st_losses
 
 from munjang import load_cross_encoder
-from munjang.cross_encoder import CrossEncoder
-from munjang.cross_encoder.losses import (
+from munjang.encoders.cross import CrossEncoder
+from munjang.encoders.cross.losses import (
     BinaryCrossEntropyLoss,
     ListMLELoss,
     ListNetLoss,

@@ -12,7 +12,7 @@ import torch
 from sentence_transformers import CrossEncoder as STCrossEncoder
 
 from munjang import load_cross_encoder, load_encoder
-from munjang.cross_encoder import CrossEncoder
+from munjang.encoders.cross import CrossEncoder
 from munjang.errors import InputTooLongError, ModelLoadError
 from tests.helpers.training import tiny_bert
 

@@ -14,12 +14,12 @@ from sentence_transformers.cross_encoder import losses as st_losses
 from sklearn.metrics import average_precision_score, f1_score
 
 from munjang import load_cross_encoder
-from munjang.cross_encoder.evaluation import (
+from munjang.encoders.cross.evaluation import (
     CrossEncoderClassificationEvaluator,
     CrossEncoderCorrelationEvaluator,
     CrossEncoderRerankingEvaluator,
 )
-from munjang.cross_encoder.losses import BinaryCrossEntropyLoss, CrossEntropyLoss, MSELoss
+from munjang.encoders.cross.losses import BinaryCrossEntropyLoss, CrossEntropyLoss, MSELoss
 from munjang.training import Example, Trainer, TrainingArguments
 from tests.helpers.training import pair_examples, templated_pairs, tiny_bert
 

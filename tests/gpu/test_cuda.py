@@ -127,7 +127,7 @@ def test_mixed_precision_training_resumes_exactly(tmp_path: Path, monkeypatch: p
 
 
 def test_the_encode_pool_runs_a_worker_per_gpu(minilm_path: Path) -> None:
-    from munjang.encode_pool import EncodePool
+    from munjang.encoders.dense.pool import EncodePool
 
     expected = munjang.load_encoder(minilm_path, device=DEVICE).encode(TEXTS, precision="fp32")
     with EncodePool(minilm_path, devices=[DEVICE], precision="fp32") as pool:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from munjang.cli import main
+from munjang.cli.main import main
 
 
 def run_cli(

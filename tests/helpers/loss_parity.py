@@ -15,7 +15,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer, BertConfig
 
-from munjang.hub import embedded_default_path
+from munjang.models.hub import embedded_default_path
 
 try:  # sentence-transformers >= 6 moved the module; older releases only have the second path
     from sentence_transformers.sentence_transformer import losses as st_losses

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from munjang.m3_encoder import COLBERT_HEAD, SPARSE_HEAD
+from munjang.encoders.m3.encoder import COLBERT_HEAD, SPARSE_HEAD
 
 
 def tiny_m3(folder: Path) -> Path:

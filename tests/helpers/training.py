@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig
 
-from munjang.hub import embedded_default_path
+from munjang.models.hub import embedded_default_path
 from munjang.training import Example
 
 WORDS = [

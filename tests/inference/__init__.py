@@ -1,1 +1,1 @@
-"""Tests of munjang.inference and of munjang.encode_pool (encoding in worker processes)."""
+"""Tests of munjang.inference and of munjang.encoders.dense.pool (encoding in worker processes)."""

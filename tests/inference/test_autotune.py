@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import munjang
-from munjang.encoder_backend import default_configuration, normalized
+from munjang.encoders.dense.backend_selection import default_configuration, normalized
 from munjang.inference import autotune
 from munjang.inference.autotune import MEAN_COSINE, MIN_COSINE, Trial, measure_all, pick
 from munjang.inference.calibration import calibration_texts

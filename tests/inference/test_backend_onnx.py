@@ -16,12 +16,12 @@ import pytest
 import torch
 
 import munjang
-from munjang.hub import embedded_default_path
 from munjang.inference.artifacts import artifact_dir, file_sha256, manifest_path, model_fingerprint
 from munjang.inference.base import BackendError, TokenBackend
 from munjang.inference.hardware import cpu_has_fast_bf16
 from munjang.inference.onnx_backend import OnnxBackend
 from munjang.inference.onnx_export import onnx_artifact
+from munjang.models.hub import embedded_default_path
 
 TEXTS = [
     "A man is playing a guitar on the stage.",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from munjang.encode_pool import EncodePool, EncoderProcess
+from munjang.encoders.dense.pool import EncodePool, EncoderProcess
 from tests.helpers.cli import run_cli
 
 TEXTS = [f"sentence number {i} about {'cats' if i % 2 else '날씨'}" + " word" * (i % 7) for i in range(40)]

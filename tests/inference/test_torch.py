@@ -18,8 +18,8 @@ from transformers import (
 )
 
 import munjang
-from munjang import encoder as encoder_module
-from munjang import encoder_backend as backend_module
+from munjang.encoders.dense import backend_selection as backend_module
+from munjang.encoders.dense import encoder as encoder_module
 from munjang.errors import InputTooLongError
 from munjang.inference import hardware
 from munjang.inference.batching import padding_fraction, prepared_chunks, token_budget_batches

@@ -24,8 +24,8 @@ except ImportError:  # pragma: no cover
 
 import munjang
 from munjang.data.denoising import delete_words
-from munjang.hub import embedded_default_path
 from munjang.losses import DenoisingAutoEncoderLoss
+from munjang.models.hub import embedded_default_path
 
 TOLERANCE = 1e-5
 

@@ -12,7 +12,6 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, BertConfig
 
 from munjang import SentenceEncoder
-from munjang.hub import embedded_default_path
 from munjang.losses import (
     LOSSES,
     AnglELoss,
@@ -30,6 +29,7 @@ from munjang.losses import (
     merge_plan,
     pairwise_angle_similarity,
 )
+from munjang.models.hub import embedded_default_path
 from munjang.modules import Pooling, Transformer
 
 DIM = 16

@@ -10,9 +10,9 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig
 
 import munjang
-from munjang.hub import embedded_default_path
 from munjang.losses import MaskedLanguageModelingLoss
 from munjang.losses.masked_language_modeling import IGNORE, mask_tokens
+from munjang.models.hub import embedded_default_path
 
 TEXTS = ["한 남자가 기타를 치고 있다.", "The quick brown fox jumps over the lazy dog.", "고양이가 잔다."]
 

@@ -13,8 +13,8 @@ import pytest
 from safetensors.numpy import load_file
 
 import munjang
+from munjang.applications.demo import demo_collection, demo_documents
 from munjang.data import read_sts
-from munjang.demo import demo_collection, demo_documents
 from munjang.evaluation import STSEvaluator
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import shared_dir

@@ -221,7 +221,7 @@ def test_collections_accept_names(models: Path, minilm_path: Path, tmp_path: Pat
     ],
 )
 def test_a_missing_extra_is_one_line_naming_the_install(module: str, extra: str, monkeypatch) -> None:
-    from munjang.extras import require
+    from munjang._util.extras import require
 
     monkeypatch.setitem(__import__("sys").modules, module, None)
     with pytest.raises(MissingExtraError, match=rf"pip install 'munjang\[{extra}\]'$"):

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover
 from tokenizers import Tokenizer
 
 import munjang
-from munjang.encoder import SentenceEncoder
+from munjang.encoders.dense.encoder import SentenceEncoder
 from munjang.inference.static_bag import encode_bags
 from munjang.modules import Normalize, StaticEmbedding
 

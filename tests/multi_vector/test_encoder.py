@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from munjang.encoders.multi_vector import load_multi_vector_encoder, maxsim
 from munjang.errors import ModelLoadError
-from munjang.multi_vector import load_multi_vector_encoder, maxsim
 from tests.helpers.multi_vector import DOCUMENTS, QUERIES, pylate_colbert, st_multi_vector
 
 

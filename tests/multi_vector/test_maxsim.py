@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from munjang.multi_vector import maxsim, maxsim_pairwise
-from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
+from munjang.encoders.multi_vector import maxsim, maxsim_pairwise
+from munjang.encoders.multi_vector.flat import FlatTokens, brute_force_top_k
 
 
 def token_sets(n: int, dim: int = 8, seed: int = 0) -> list[np.ndarray]:

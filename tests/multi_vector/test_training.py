@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from munjang.multi_vector import load_multi_vector_encoder
-from munjang.multi_vector.fit import FitOptions, batches, fit_colbert
-from munjang.multi_vector.loss import MaxSimRankingLoss
+from munjang.encoders.multi_vector import load_multi_vector_encoder
+from munjang.encoders.multi_vector.fit import FitOptions, batches, fit_colbert
+from munjang.encoders.multi_vector.loss import MaxSimRankingLoss
 from tests.helpers.multi_vector import st_multi_vector
 
 QUERIES = ["what is a cat?", "hello there", "고양이는 어떤 동물인가요?", "rain tomorrow?"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from munjang.remote import EmbeddingCache
-from munjang.remote.cache import default_cache_path
+from munjang.encoders.remote import EmbeddingCache
+from munjang.encoders.remote.cache import default_cache_path
 
 
 def test_vectors_come_back_by_key_only(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from munjang import Collection
-from munjang.remote import RemoteEncoder
+from munjang.encoders.remote import RemoteEncoder
 from tests.remote.conftest import KEY, MODEL
 
 DOCS = {

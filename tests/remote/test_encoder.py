@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from munjang.embedder import Embedder, load_embedder
+from munjang.encoders.embedder import Embedder, load_embedder
+from munjang.encoders.remote import RemoteAPIError, RemoteEncoder, RetryPolicy
+from munjang.encoders.remote.encoder import request_batches, token_bound
 from munjang.evaluation import STSEvaluator
-from munjang.remote import RemoteAPIError, RemoteEncoder, RetryPolicy
-from munjang.remote.encoder import request_batches, token_bound
 from tests.remote.conftest import MODEL
 
 TEXTS = ["서울의 날씨는 맑다", "Seoul weather is clear", "The stock market fell sharply", "a cat sleeps"]

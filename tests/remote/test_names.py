@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from munjang.encoders.remote import RemoteNameError, is_remote_name, parse_remote_name
 from munjang.errors import MunjangError
-from munjang.remote import RemoteNameError, is_remote_name, parse_remote_name
 
 OPENAI, REMOTE_KEY = "https://api.openai.com/v1", "MUNJANG_REMOTE_API_KEY"
 

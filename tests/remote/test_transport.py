@@ -10,8 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
-from munjang.remote import RemoteAPIError, RetryPolicy
-from munjang.remote.transport import EmbeddingsAPI, decode_vector, error_message, retry_after_seconds
+from munjang.encoders.remote import RemoteAPIError, RetryPolicy
+from munjang.encoders.remote.transport import EmbeddingsAPI, decode_vector, error_message, retry_after_seconds
 
 
 def test_backoff_is_exponential_with_full_jitter_and_capped():

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from munjang import load_cross_encoder
+from munjang.search.backends.base import CollectionError
 from munjang.search.collection.collection import Collection
 from munjang.search.index.exact import top_k_exact
 from munjang.search.index.fusion import normalize_scores
-from munjang.search.storage.base import CollectionError
 from tests.helpers.collection_backends import Backend
 from tests.helpers.training import tiny_bert
 
@@ -217,8 +217,8 @@ def test_an_hnsw_reader_keeps_the_saved_graph_mapped_and_follows_the_writers_sav
     # A reader maps the saved graph (no read of it) and puts what the writer changed since beside
     # it: added passages in an exact tail, deleted ones masked. When the writer saves a new graph,
     # the reader maps that one. Only far past the save (here: any deletion) does it read one in.
+    from munjang.search.followers import dense as live_index
     from munjang.search.index.viewed_graph import ViewedGraph
-    from munjang.search.storage import live_index
 
     folder = tmp_path / "h"
     with Collection.create(folder, encoder=encoder, index="hnsw") as c:

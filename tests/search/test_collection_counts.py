@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from munjang.search.backends.base import Counts
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.base import Counts
 from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES
 

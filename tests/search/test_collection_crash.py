@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.multi_vector import maxsim
+from munjang.encoders.multi_vector import maxsim
 from munjang.search.collection.collection import Collection
 from tests.helpers.crash_writer import start_writer
 from tests.helpers.multi_vector import st_multi_vector

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from munjang.search.backends.folder.sqlite_store import DocumentStore
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.passages import ChunkingConfig
-from munjang.search.storage.sqlite_store import DocumentStore
 from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES, numbered
 
@@ -30,7 +30,7 @@ def _passages(col: Collection, doc_id: str) -> list:
 
 
 def col_filter(col: Collection, spec: dict) -> tuple[str, list]:
-    from munjang.search.storage.filters import compile_filter
+    from munjang.search.backends.filters import compile_filter
 
     return compile_filter(spec or None, dialect=col.store.dialect)
 
@@ -332,8 +332,8 @@ def test_a_search_reads_the_documents_of_its_best_hits_not_of_every_candidate(
 
 
 def test_passages_fetched_per_document_grow_with_the_share_of_later_passages() -> None:
+    from munjang.search.backends.base import Counts
     from munjang.search.collection.search import PASSAGES_PER_DOCUMENT, passages_to_fetch
-    from munjang.search.storage.base import Counts
 
     assert passages_to_fetch(100, None) == 100 * PASSAGES_PER_DOCUMENT  # counts unknown: the most
     assert passages_to_fetch(100, Counts(1000, 1000)) == 100

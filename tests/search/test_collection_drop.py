@@ -157,7 +157,7 @@ def test_postgres_refuses_a_schema_it_did_not_make_and_a_session_that_keeps_the_
             Collection.drop("other", backend=place.url)
         assert conn.execute("SELECT to_regclass('munjang_other.meta')").fetchone()[0] is not None
     _filled(place, "news", encoder)
-    monkeypatch.setattr("munjang.search.storage.postgres.DROP_LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr("munjang.search.backends.postgres.backend.DROP_LOCK_TIMEOUT", "200ms")
     with psycopg.connect(place.url) as reader:  # a transaction still reading the collection's table
         reader.execute('SELECT count(*) FROM "munjang_news".documents').fetchone()
         with pytest.raises(CollectionBusyError, match="kept it in use"):

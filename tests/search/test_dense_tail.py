@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from munjang.search.collection.collection import Collection
-from munjang.search.storage import live_index
+from munjang.search.followers import dense as live_index
 
 DOCS = {
     "ko-1": "서울은 대한민국의 수도이다.",

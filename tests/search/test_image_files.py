@@ -12,8 +12,8 @@ import pytest
 
 import munjang
 from munjang.search import Collection
+from munjang.search.backends.base import CollectionError
 from munjang.search.collection.image_files import IMAGE_FIELD, ImageFiles, document_input, image_name
-from munjang.search.storage.base import CollectionError
 from tests.helpers.tiny_clip import random_image, save_st_clip, write_images
 
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from munjang.search import Collection
+from munjang.search.followers import lexical_files
+from munjang.search.followers.lexical import LexicalIndex
 from munjang.search.index.array_file import ArrayFileError, read_arrays, write_arrays
-from munjang.search.storage import lexical_files
-from munjang.search.storage.live_lexical import LexicalIndex
 from tests.search.test_incremental_bm25 import WORDS, rebuilt_lexical
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.m3_encoder import DEFAULT_WEIGHTS, M3Output, combined_scores, load_m3_encoder
+from munjang.encoders.m3.encoder import DEFAULT_WEIGHTS, M3Output, combined_scores, load_m3_encoder
 from munjang.search.collection.collection import Collection
 from tests.helpers.m3 import tiny_m3
 

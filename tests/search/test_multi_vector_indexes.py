@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from munjang.multi_vector import maxsim
-from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
+from munjang.encoders.multi_vector import maxsim
+from munjang.encoders.multi_vector.flat import FlatTokens, brute_force_top_k
 from munjang.search.index.muvera import FixedDimensionalEncoder, MuveraIndex
 from munjang.search.index.plaid import PlaidIndex
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from munjang.multi_vector import load_multi_vector_encoder, maxsim
+from munjang.encoders.multi_vector import load_multi_vector_encoder, maxsim
 from munjang.search.collection.collection import Collection
 from munjang.search.index.fusion import normalize_scores
 from tests.helpers.multi_vector import st_multi_vector

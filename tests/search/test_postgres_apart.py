@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from munjang.search.backends.base import SearchesApart
+from munjang.search.backends.postgres import store as postgres_store
 from munjang.search.collection.collection import Collection
-from munjang.search.storage import postgres_store
-from munjang.search.storage.base import SearchesApart
 from tests.helpers.documents import BY_KIND
 
 DOCS = {**BY_KIND, "dog": ("강아지가 공원에서 공을 쫓는다", {"kind": "pet"})}

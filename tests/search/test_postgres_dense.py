@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from munjang.search.storage.base import NewRow
-from munjang.search.storage.filters import compile_filter
-from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_store import PostgresStore
+from munjang.search.backends.base import NewRow
+from munjang.search.backends.filters import compile_filter
+from munjang.search.backends.postgres.dense import PostgresDense
+from munjang.search.backends.postgres.store import PostgresStore
 
 N, DIM, K = 2000, 16, 10
 

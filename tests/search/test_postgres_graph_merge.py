@@ -12,10 +12,10 @@ import re
 import numpy as np
 import pytest
 
-from munjang.search.storage.base import NewRow
-from munjang.search.storage.postgres_connect import connect
-from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_graph_merge import (
+from munjang.search.backends.base import NewRow
+from munjang.search.backends.postgres.connect import connect
+from munjang.search.backends.postgres.dense import PostgresDense
+from munjang.search.backends.postgres.graph_merge import (
     GraphMerger,
     build_bytes,
     build_memory_mb,
@@ -23,7 +23,7 @@ from munjang.search.storage.postgres_graph_merge import (
     parse_name,
     replaced,
 )
-from munjang.search.storage.postgres_segments import (
+from munjang.search.backends.postgres.segments import (
     MERGE_MEMORY_MB,
     MERGE_WORKERS,
     first_asks,
@@ -33,7 +33,7 @@ from munjang.search.storage.postgres_segments import (
     merge_workers,
     search_sql,
 )
-from munjang.search.storage.postgres_store import PostgresStore
+from munjang.search.backends.postgres.store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 100
 
@@ -115,7 +115,7 @@ def test_four_full_segments_become_one_graph_that_searches_find(store: PostgresS
 
 
 def test_merges_cascade_and_filters_still_find_everything(store: PostgresStore) -> None:
-    from munjang.search.storage.filters import compile_filter
+    from munjang.search.backends.filters import compile_filter
 
     vectors = _vectors(1750, seed=1)
     for start in range(0, 1750, 250):
@@ -370,7 +370,7 @@ def test_a_writer_closing_on_a_merge_says_how_far_it_has_got(
         assert (now.graph, now.total, now.done) == ((0, 4), 400, 0)
         assert now.phase.startswith("waiting for")
         assert now.describe() == f"segments 0-3: 400 passages ({now.phase})"
-        with caplog.at_level(logging.WARNING, logger="munjang.search.storage.postgres_graph_merge"):
+        with caplog.at_level(logging.WARNING, logger="munjang.search.backends.postgres.graph_merge"):
             closing.start()
             while "closing waits" not in caplog.text and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -14,11 +14,11 @@ import re
 import numpy as np
 import pytest
 
-from munjang.search.storage.base import NewRow
-from munjang.search.storage.filters import compile_filter
-from munjang.search.storage.live_lexical import LexicalIndex
-from munjang.search.storage.postgres_lexical import PostgresLexical, has_postings, has_terms
-from munjang.search.storage.postgres_store import PostgresStore
+from munjang.search.backends.base import NewRow
+from munjang.search.backends.filters import compile_filter
+from munjang.search.backends.postgres.lexical import PostgresLexical, has_postings, has_terms
+from munjang.search.backends.postgres.store import PostgresStore
+from munjang.search.followers.lexical import LexicalIndex
 
 VOCAB = [f"w{i}" for i in range(60)] + ["사과", "배", "주식", "날씨", "고양이"]
 DIM = 4

@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from munjang.search.storage.base import CollectionError, NewRow
-from munjang.search.storage.postgres_dense import EF_SQL, WALK_SQL, PostgresDense
-from munjang.search.storage.postgres_segments import (
+from munjang.search.backends.base import CollectionError, NewRow
+from munjang.search.backends.postgres.dense import EF_SQL, WALK_SQL, PostgresDense
+from munjang.search.backends.postgres.segments import (
     ask_again,
     best_of,
     first_ask,
@@ -21,7 +21,7 @@ from munjang.search.storage.postgres_segments import (
     graphs,
     search_sql,
 )
-from munjang.search.storage.postgres_store import PostgresStore
+from munjang.search.backends.postgres.store import PostgresStore
 
 DIM, K, SIZE = 16, 10, 400
 
@@ -104,7 +104,7 @@ def test_each_range_of_labels_gets_its_index_and_a_search_asks_every_one(store: 
 
 
 def test_filters_deletions_and_a_reader_opened_before_the_newest_segment(store: PostgresStore) -> None:
-    from munjang.search.storage.filters import compile_filter
+    from munjang.search.backends.filters import compile_filter
 
     config = {"dim": DIM, "metric": "cosine", "index": "hnsw", "hnsw": {"segment_size": SIZE}}
     store.create_schema(config)

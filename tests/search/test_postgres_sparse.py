@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from munjang.search.backends.base import CollectionError, NewRow, sparse_cache_key
+from munjang.search.backends.postgres.sparse import PostgresSparse
+from munjang.search.backends.postgres.store import PostgresStore
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.base import CollectionError, NewRow, sparse_cache_key
-from munjang.search.storage.postgres_sparse import PostgresSparse
-from munjang.search.storage.postgres_store import PostgresStore
 from tests.helpers.sparse import munjang_splade
 
 DOCS = {

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from munjang.errors import MissingExtraError
+from munjang.search.backends.base import CollectionError
+from munjang.search.backends.qdrant.index import bm25_weights
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.base import CollectionError
-from munjang.search.storage.qdrant_index import bm25_weights
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.crash_writer import start_writer
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from munjang.search.backends.qdrant.bm25 import STATS_NAME
+from munjang.search.backends.qdrant.index import REWEIGHT_DRIFT
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.live_lexical import LexicalIndex
-from munjang.search.storage.qdrant_bm25 import STATS_NAME
-from munjang.search.storage.qdrant_index import REWEIGHT_DRIFT
+from munjang.search.followers.lexical import LexicalIndex
 from tests.helpers.collection_backends import qdrant_url
 
 WORDS = [

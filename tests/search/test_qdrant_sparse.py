@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from munjang import load_sparse_encoder
+from munjang.search.backends.qdrant.sparse import NAME
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.qdrant_sparse import NAME
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.sparse import munjang_splade
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from munjang.multi_vector import load_multi_vector_encoder
+from munjang.encoders.multi_vector import load_multi_vector_encoder
+from munjang.search.backends.qdrant.tokens import NAME
 from munjang.search.collection.collection import Collection
-from munjang.search.storage.qdrant_tokens import NAME
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.multi_vector import pylate_colbert
 

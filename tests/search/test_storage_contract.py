@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from munjang.search.storage.backends import collection_names, open_backend
-from munjang.search.storage.base import (
+from munjang.search.backends.base import (
     Backend,
     DenseSearch,
     KeepsExtraVectors,
@@ -21,17 +20,18 @@ from munjang.search.storage.base import (
     TokenSearch,
     TokenVectors,
 )
-from munjang.search.storage.folder import FolderBackend
-from munjang.search.storage.live_index import DenseIndex
-from munjang.search.storage.postgres import PostgresBackend
-from munjang.search.storage.postgres_dense import PostgresDense
-from munjang.search.storage.postgres_sparse import PostgresSparse
-from munjang.search.storage.postgres_store import PostgresStore
-from munjang.search.storage.qdrant import QdrantBackend
-from munjang.search.storage.qdrant_index import QdrantDense
-from munjang.search.storage.qdrant_sparse import QdrantSparse
-from munjang.search.storage.qdrant_tokens import QdrantTokens
-from munjang.search.storage.sqlite_store import DocumentStore
+from munjang.search.backends.folder.backend import FolderBackend
+from munjang.search.backends.folder.sqlite_store import DocumentStore
+from munjang.search.backends.postgres.backend import PostgresBackend
+from munjang.search.backends.postgres.dense import PostgresDense
+from munjang.search.backends.postgres.sparse import PostgresSparse
+from munjang.search.backends.postgres.store import PostgresStore
+from munjang.search.backends.qdrant.backend import QdrantBackend
+from munjang.search.backends.qdrant.index import QdrantDense
+from munjang.search.backends.qdrant.sparse import QdrantSparse
+from munjang.search.backends.qdrant.tokens import QdrantTokens
+from munjang.search.backends.schemes import collection_names, open_backend
+from munjang.search.followers.dense import DenseIndex
 from tests.helpers.paths import REPO
 
 MISSING = object()

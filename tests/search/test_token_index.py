@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from munjang.multi_vector.flat import FlatTokens, brute_force_top_k
+from munjang.encoders.multi_vector.flat import FlatTokens, brute_force_top_k
 from munjang.search.index.token_index import TokenIndex, exact_scores
 
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 import munjang
 from munjang import Collection
 from munjang.errors import ModelLoadError
-from munjang.search.storage.filters import compile_filter
+from munjang.search.backends.filters import compile_filter
 from munjang.server import ServerSettings, create_app
 from tests.helpers.cli import run_cli
 from tests.helpers.server import LOCAL, live_server

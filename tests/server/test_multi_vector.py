@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from munjang.multi_vector import load_multi_vector_encoder
+from munjang.encoders.multi_vector import load_multi_vector_encoder
 from munjang.server import ServerSettings, create_app
 from tests.helpers.multi_vector import st_multi_vector
 from tests.helpers.server import LOCAL

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang import load_sparse_encoder
+from munjang.encoders.sparse.encoder import sparse_rows
 from munjang.server import ServerSettings, create_app
-from munjang.sparse_encoder import sparse_rows
 from tests.helpers.server import LOCAL
 from tests.helpers.sparse import munjang_splade
 

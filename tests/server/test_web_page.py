@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from munjang.bundled import demo_documents
-from munjang.demo import demo_collection
+from munjang._util.bundled import demo_documents
+from munjang.applications.demo import demo_collection
 from munjang.server import ServerSettings, create_app
 from tests.helpers.paths import REPO
 from tests.helpers.server import live_server

@@ -386,7 +386,7 @@ def test_dry_run_reads_nothing(tmp_path: Path, tiny: Path, capsys, monkeypatch) 
     def no_loading(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("a dry run must not load a model")
 
-    monkeypatch.setattr("munjang.encoder.load_encoder", no_loading)
+    monkeypatch.setattr("munjang.encoders.dense.encoder.load_encoder", no_loading)
     code, out, err = run(["train", "--config", str(path), "--dry-run"], capsys, monkeypatch)
     assert code == 0, err
     assert "config OK" in out and not (tmp_path / "out").exists()
@@ -403,7 +403,7 @@ def test_a_bad_data_row_is_reported_with_key_file_and_line_before_the_model_load
     def no_loading(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the data are read before the model is loaded")
 
-    monkeypatch.setattr("munjang.encoder.load_encoder", no_loading)
+    monkeypatch.setattr("munjang.encoders.dense.encoder.load_encoder", no_loading)
     with pytest.raises(DataFormatError, match=rf"^tasks\[0\]\.data: {bad} line \d+: score 'five'"):
         build(load_config(write_config(tmp_path, config)))
 

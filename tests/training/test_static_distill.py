@@ -11,7 +11,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import munjang
-from munjang.encoder import SentenceEncoder
+from munjang.encoders.dense.encoder import SentenceEncoder
 from munjang.modules import Normalize, StaticEmbedding
 from munjang.training.static_distill import _zipf_weights, distill_static
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import munjang
-from munjang.encoder import SentenceEncoder
+from munjang.encoders.dense.encoder import SentenceEncoder
 from munjang.modules import Normalize, StaticEmbedding
 from munjang.training import StaticFit, distill_static, tokenlearn_static
 from munjang.training.static_tokenlearn import teacher_vectors

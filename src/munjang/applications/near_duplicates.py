@@ -18,7 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from .paraphrase_mining import as_embedding_matrix, check_positive, paraphrase_mining_embeddings
 
 if TYPE_CHECKING:
-    from ..embedder import Embedder
+    from ..encoders.embedder import Embedder
 
 
 def _exact_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

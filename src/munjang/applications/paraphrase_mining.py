@@ -20,11 +20,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..formats import SIMILARITY_FUNCTIONS
+from ..encoders.formats import SIMILARITY_FUNCTIONS
 from ..similarity import as_tensor, similarity
 
 if TYPE_CHECKING:
-    from ..embedder import Embedder
+    from ..encoders.embedder import Embedder
 
 Pair = tuple[float, int, int]
 

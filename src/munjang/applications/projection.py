@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._util.extras import install_hint
 from ..errors import MissingExtraError
-from ..extras import install_hint
 
 METHODS = ("auto", "pca", "umap")
 

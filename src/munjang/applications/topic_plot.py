@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write
-from ..extras import require
+from .._util.atomic import atomic_write
+from .._util.extras import require
 from .topics import Topic, TopicModel
 
 KOREAN_FONTS = (

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.extras import require
 from ..data.texts import TEXT_FORMATS, detect_text_format, read_records
 from ..errors import DataFormatError
-from ..extras import require
 
 CORPUS_FORMATS = (*TEXT_FORMATS, "parquet")
 # What a folder given as input contributes: files with these endings (".gz" looked through).

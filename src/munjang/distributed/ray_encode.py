@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .._util.extras import require
 from ..errors import MunjangError
-from ..extras import require
 from .corpus import Corpus, read_corpus
 from .shards import (
     FORMAT,
@@ -67,7 +67,7 @@ class ShardEncoder:
     ) -> None:
         # The actor has its own cores: a tokenizer thread pool would only compete with the model.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from ..encoder import load_encoder
+        from ..encoders.dense.encoder import load_encoder
 
         self.encoder = load_encoder(model, device=device, threads=threads, **load_options)
         self.encode_options = encode_options
@@ -136,7 +136,7 @@ def _connect(ray: Any, address: str | None, num_cpus: int | None) -> bool:
         check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING)
         return True
-    from ..cores import usable_cores
+    from .._util.cores import usable_cores
 
     ray.init(
         address="local",
@@ -152,7 +152,7 @@ def _probe_model(
 ) -> tuple[str, int]:
     """(model folder, embedding length): the model is loaded once in the driver, so that a bad
     model, prompt name or truncate_dim fails before any cluster work."""
-    from ..encoder import load_encoder
+    from ..encoders.dense.encoder import load_encoder
 
     encoder = load_encoder(model, device="cpu", **load_options)
     vector = encoder.encode(["probe"], show_progress_bar=False, **encode_options)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write
+from .._util.atomic import atomic_write
 from ..errors import MunjangError
 from .corpus import require_pyarrow
 

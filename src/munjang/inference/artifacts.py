@@ -34,8 +34,8 @@ from typing import Any
 
 import torch
 
-from ..atomic import atomic_write
-from ..paths import cache_root
+from .._util.atomic import atomic_write
+from .._util.paths import cache_root
 from .base import BackendError
 
 logger = logging.getLogger(__name__)

@@ -37,9 +37,9 @@ import numpy as np
 import torch
 from filelock import FileLock
 
-from ..atomic import atomic_write
-from ..cores import usable_cores
-from ..paths import cache_root
+from .._util.atomic import atomic_write
+from .._util.cores import usable_cores
+from .._util.paths import cache_root
 from .calibration import calibration_texts
 from .hardware import cpu_flags, cpu_has_fast_bf16
 

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._util.extras import install_hint, require
 from ..errors import MissingExtraError
-from ..extras import install_hint, require
 from .base import BackendError, Batch, K
 from .hardware import cpu_has_fast_bf16
 from .memory import drop_file_pages

@@ -28,7 +28,7 @@ _EPS = 1e-5
 
 def calibration_texts() -> list[str]:
     """The bundled demo sentences (Korean and English, seven topics)."""
-    from ..bundled import demo_documents
+    from .._util.bundled import demo_documents
 
     return [d["text"] for d in demo_documents()]
 

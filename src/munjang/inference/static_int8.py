@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from .._util.extras import require
 from ..errors import MissingExtraError
-from ..extras import require
 from .base import BackendError
 
 ALPHA = 0.8

@@ -7,7 +7,7 @@ import codecs
 import re
 from pathlib import Path
 
-from ..extras import require
+from .._util.extras import require
 from .document import ReadError
 
 # Byte order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one).

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..extras import require
+from .._util.extras import require
 from .decode import decode
 
 DROPPED = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "title")

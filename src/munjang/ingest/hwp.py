@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..extras import require
+from .._util.extras import require
 from .containers import OLE_MAGIC
 from .document import ReadError
 from .structure import Layout

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..extras import require
+from .._util.extras import require
 from .containers import member, open_zip
 from .document import ReadError
 from .structure import Layout

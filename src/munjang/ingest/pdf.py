@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..extras import require
+from .._util.extras import require
 from .decode import normalise
 from .document import ReadError
 

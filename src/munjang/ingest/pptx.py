@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ..extras import require
+from .._util.extras import require
 from .containers import open_zip
 from .document import ReadError
 from .structure import Layout

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..cross_encoder import CrossEncoder
-from ..encoder import SentenceEncoder
-from ..extras import require
+from .._util.extras import require
+from ..encoders.cross import CrossEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 
 
 def _meta(name: str, revision: str | None, loader: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .gist_embed import GIST_CITATION, GISTEmbedLoss
 from .gradient_cache import GRADCACHE_CITATION, cached_loss, check_model
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .gradient_cache import GRADCACHE_CITATION, cached_loss, check_model
 from .multiple_negatives_ranking import HENDERSON_CITATION, MultipleNegativesRankingLoss
 

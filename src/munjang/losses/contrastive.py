@@ -19,7 +19,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SentenceLoss, distance_function
 
 HADSELL_CITATION = """@inproceedings{hadsell2006dimensionality,

@@ -13,7 +13,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SentenceLoss
 
 

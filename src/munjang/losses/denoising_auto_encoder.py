@@ -22,7 +22,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SentenceLoss
 from .lm_head import backbone_folder, load_head_weights, share_backbone
 

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .. import similarity as sim
-from ..encoder import SentenceEncoder, load_encoder
+from ..encoders.dense.encoder import SentenceEncoder, load_encoder
 from .base import SentenceLoss, embed
 from .gradient_cache import minibatch_features, minibatch_ranges
 

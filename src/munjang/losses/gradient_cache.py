@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import get_device_states, set_device_states
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .distributed import rank_and_world
 
 GRADCACHE_CITATION = """@misc{gao2021scaling,

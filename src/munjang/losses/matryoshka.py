@@ -19,7 +19,7 @@ from typing import Any
 
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SentenceLoss
 from .softmax import SoftmaxLoss
 

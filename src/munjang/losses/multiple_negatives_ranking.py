@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .. import similarity as sim
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SentenceLoss
 from .distributed import all_gather_with_grad, rank_and_world
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .contrastive import PairDistanceLoss
 
 

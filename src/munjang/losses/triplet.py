@@ -14,7 +14,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .base import SBERT_CITATION, SentenceLoss, distance_function
 
 

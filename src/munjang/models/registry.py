@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .._util.paths import models_root
 from ..errors import ModelNotFoundError
-from ..paths import models_root
 from .catalog import CATALOG, ModelSpec, find, unknown
 from .sources import OFFLINE_SOURCES, Echo, HubSource, Source, SourceError, embedded_minilm, sha256_file
 

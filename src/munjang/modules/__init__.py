@@ -6,7 +6,7 @@ without torch: a process that only encodes queries through a static model never 
 
 from typing import TYPE_CHECKING
 
-from ..lazy_names import lazy_names
+from .._util.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from .base import Module

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from .._util.json_files import read_json as read_json
+from .._util.json_files import write_json as write_json
 from ..errors import CorruptModelError
-from ..json_files import read_json as read_json
-from ..json_files import write_json as write_json
 
 Features = dict[str, Any]
 

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from .._util.extras import require
 from ..errors import ModelLoadError
-from ..extras import require
 from .base import Features, Module, read_json, write_json
 from .transformer import _quiet_transformers
 

@@ -96,8 +96,8 @@ class Router(Module):
     def load(
         cls, path: str | Path, load: Callable[[str, Path], Module] | None = None, **kwargs: Any
     ) -> Router:
-        """Load each route's modules: `load(class path, folder)` builds one (munjang.formats passes it,
-        as it knows the module classes)."""
+        """Load each route's modules: `load(class path, folder)` builds one (munjang.encoders.formats
+        passes it, as it knows the module classes)."""
         path = Path(path)
         file = path / CONFIG_FILE
         if load is None:

@@ -6,8 +6,8 @@ Everything below `Collection` works on arrays and token lists and knows nothing 
 
 from typing import TYPE_CHECKING
 
-from ..lazy_names import lazy_names
-from .storage.base import (
+from .._util.lazy_names import lazy_names
+from .backends.base import (
     CollectionBusyError,
     CollectionError,
     CollectionNotFoundError,
@@ -17,6 +17,7 @@ from .storage.base import (
 )
 
 if TYPE_CHECKING:
+    from .backends.filters import compile_filter
     from .collection.collection import AddResult, Collection
     from .collection.passages import ChunkingConfig
     from .collection.rerank import RerankHit, RetrieveAndRerank
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from .index.quantization import hamming_distances, quantize_embeddings
     from .index.quantized_index import BinaryIndex, Int8Index
     from .index.tokenizers import AutoTokenizer, KiwiTokenizer, Tokenizer, WordTokenizer, get_tokenizer
-    from .storage.filters import compile_filter
 
 # Each public name and the module it lives in, imported on first use: a reader that opens a
 # collection loads only what its searches need.
@@ -61,7 +61,7 @@ _LAZY = {
     "Tokenizer": "index.tokenizers",
     "WordTokenizer": "index.tokenizers",
     "get_tokenizer": "index.tokenizers",
-    "compile_filter": "storage.filters",
+    "compile_filter": "backends.filters",
 }
 
 __all__ = [

@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
-from ..encode_pool import EncoderProcess
+from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
 from .api_docs import add_api_docs
 from .backend_choice import backend_status

@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..encode_pool import PARENT_POLL_S, EncoderProcess
-from ..encoder import SentenceEncoder
-from ..encoder_backend import AUTO
+from ..encoders.dense.backend_selection import AUTO
+from ..encoders.dense.encoder import SentenceEncoder
+from ..encoders.dense.pool import PARENT_POLL_S, EncoderProcess
 from ..inference.memory import release_freed_memory as release_memory
 from ..modules import Transformer
 
@@ -183,7 +183,7 @@ def measure_main(argv: list[str]) -> None:
     """The measuring process (argv: FOLDER DEVICE SERVER_PID NICE; MEASURING_PROGRAM watches the
     server): measure and cache the choice, then exit."""
     os.nice(int(argv[3]))
-    from ..encoder import load_encoder
+    from ..encoders.dense.encoder import load_encoder
 
     encoder = load_encoder(argv[0], device=argv[1], backend=AUTO, precision=AUTO)
     encoder.auto_choice()

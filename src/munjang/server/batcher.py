@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from ..errors import MunjangError
 from ..inference.memory import release_freed_memory
 

@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from ..applications.projection import project_2d, script_groups, umap_available
 from ..search import CollectionError, ReadOnlyError, StorageFullError
+from ..search.backends.filters import compile_filter
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
-from ..search.storage.filters import compile_filter
 from .compute import ComputeGate
 from .errors import APIError
 from .files_api import add_file_routes

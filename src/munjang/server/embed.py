@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from tokenizers import Tokenizer
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .errors import APIError
 from .inputs import check_count, is_blank

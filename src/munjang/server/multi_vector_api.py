@@ -19,8 +19,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, StrictStr
 from starlette.concurrency import run_in_threadpool
 
-from ..m3_views import M3MultiVectorView
-from ..multi_vector import MultiVectorEncoder
+from ..encoders.m3.views import M3MultiVectorView
+from ..encoders.multi_vector import MultiVectorEncoder
 from .errors import APIError
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty, non_empty_text, parse

@@ -15,12 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 
 
 def _folder(record: str) -> Path | None:
     """The folder a collection's model record names, found without the network (None: unknown)."""
-    from ..hub import resolve_model_path
+    from ..models.hub import resolve_model_path
 
     try:
         return resolve_model_path(None if record == "default" else record, local_files_only=True).resolve()

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cross_encoder import CrossEncoder
-from ..encoder import SentenceEncoder
-from ..m3_views import M3MultiVectorView, M3SparseView
-from ..multi_vector import MultiVectorEncoder
-from ..sparse_encoder import SparseEncoder
+from ..encoders.cross import CrossEncoder
+from ..encoders.dense.encoder import SentenceEncoder
+from ..encoders.m3.views import M3MultiVectorView, M3SparseView
+from ..encoders.multi_vector import MultiVectorEncoder
+from ..encoders.sparse.encoder import SparseEncoder
 from .backend_choice import BackgroundChoice
 
 

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..cross_encoder import CrossEncoder
-from ..encoder import SentenceEncoder
+from ..encoders.cross import CrossEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .compute import CancelToken, ComputeGate
 from .embed import retry_after, wait_for_client

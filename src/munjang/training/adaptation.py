@@ -20,7 +20,7 @@ import torch
 
 from ..data.denoising import DELETE_RATIO, DenoisingDataset
 from ..data.example import Example
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from ..losses.base import SentenceLoss
 from ..losses.denoising_auto_encoder import DenoisingAutoEncoderLoss
 from ..losses.masked_language_modeling import MaskedLanguageModelingLoss

@@ -45,7 +45,7 @@ from pathlib import Path
 # The config is split by concept: config_types (the dataclasses), config_yaml (reading and value
 # checks), config_sections (each section's parser) and config_build (describe, build, run). This module
 # is the public entry: `load_config`, and every name it has always exported.
-from ..remote import is_remote_name
+from ..encoders.remote import is_remote_name
 from .config_build import build, check_files, check_models, describe, run
 from .config_sections import cross_encoder_labels, parse_evaluator, parse_task, parse_training
 from .config_types import ARCHITECTURES, EVALUATOR_TYPES, FORMATS, ConfigError, EvaluatorConfig, TrainConfig

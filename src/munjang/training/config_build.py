@@ -92,9 +92,9 @@ def build(config: TrainConfig, *, dry_run: bool = False, models: bool = True) ->
 
     import torch
 
-    from ..cross_encoder import load_cross_encoder
-    from ..embedder import load_embedder
-    from ..encoder import load_encoder
+    from ..encoders.cross import load_cross_encoder
+    from ..encoders.dense.encoder import load_encoder
+    from ..encoders.embedder import load_embedder
     from .trainer import Trainer
 
     teachers: dict[str, Any] = {}

@@ -144,7 +144,7 @@ def _parse_data(value: Any, key: str, base: Path) -> DataConfig:
 
 def loss_registry(architecture: str) -> Mapping[str, Any]:
     if architecture == "cross-encoder":
-        from ..cross_encoder.losses import CROSS_ENCODER_LOSSES
+        from ..encoders.cross.losses import CROSS_ENCODER_LOSSES
 
         return CROSS_ENCODER_LOSSES
     from ..losses import LOSSES
@@ -288,7 +288,7 @@ def parse_task(value: Any, key: str, base: Path, architecture: str = "bi-encoder
 
 def evaluator_classes(architecture: str = "bi-encoder") -> dict[str, Any]:
     if architecture == "cross-encoder":
-        from ..cross_encoder.evaluation import (
+        from ..encoders.cross.evaluation import (
             CrossEncoderClassificationEvaluator,
             CrossEncoderCorrelationEvaluator,
         )

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..hub import looks_like_hub_id
+from ..models.hub import looks_like_hub_id
 from .config_types import ConfigError, ModelRef
 
 
@@ -128,7 +128,7 @@ def as_path(value: Any, base: Path, key: str) -> Path:
 def as_model_ref(value: Any, base: Path, key: str) -> ModelRef:
     """A folder (resolved like any path) or, when it looks like one and is no local folder, a hub id;
     a remote name (`openai:<model>`, docs/remote.md) as it is, for teachers."""
-    from ..remote import is_remote_name
+    from ..encoders.remote import is_remote_name
 
     text = as_text(value, key)
     if is_remote_name(text):

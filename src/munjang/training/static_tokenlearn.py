@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..encoder import SentenceEncoder
+from ..encoders.dense.encoder import SentenceEncoder
 from ..modules import Normalize, StaticEmbedding
 from .static_distill import pca_project, without_normalize
 

@@ -100,7 +100,7 @@ def _columns_and_labels(
     if listwise:
         if len(listwise) != len(batch):
             raise ValueError(f"data set {task!r} mixes ListwiseExample with Example")
-        from ..cross_encoder.losses.listwise import listwise_batch
+        from ..encoders.cross.losses.listwise import listwise_batch
 
         return listwise_batch(listwise)
     examples = [ex for ex in batch if isinstance(ex, Example)]

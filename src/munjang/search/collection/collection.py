@@ -33,9 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..index.exact import ExactIndex
-from ..storage.backends import collection_names, drop_collection, is_storage_error, open_backend
-from ..storage.base import (
+from ..backends.base import (
     SCHEMA_VERSION,
     Backend,
     CollectionError,
@@ -51,9 +49,11 @@ from ..storage.base import (
     Store,
     text_hash,
 )
-from ..storage.filters import compile_filter
-from ..storage.live_index import label_problems
-from ..storage.live_lexical import LexicalIndex
+from ..backends.filters import compile_filter
+from ..backends.schemes import collection_names, drop_collection, is_storage_error, open_backend
+from ..followers.dense import label_problems
+from ..followers.lexical import LexicalIndex
+from ..index.exact import ExactIndex
 from .encoding import CollectionEncoding
 from .image_files import document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
@@ -180,7 +180,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 raise ValueError("m3_model is the collection's model; give no model or encoder beside it")
             encoder = m3_views(loaded["m3"])["dense"]
         if encoder is None:
-            from ...embedder import load_embedder
+            from ...encoders.embedder import load_embedder
 
             encoder = load_embedder(None if model is None else str(model), device=device)
         elif model is None and remote_name(encoder) is not None:

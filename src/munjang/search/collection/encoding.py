@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..storage.base import CollectionError
+from ..backends.base import CollectionError
 from .image_files import ImageFiles
 from .passages import ChunkingConfig, CountsTokens, Passage, PassagePlanner
 from .sections import Section
@@ -32,7 +32,7 @@ class CollectionEncoding:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ...embedder import load_embedder
+            from ...encoders.embedder import load_embedder
 
             model = self.config["model"]
             self._encoder = load_embedder(None if model == "default" else model, device=self._device)
@@ -56,9 +56,9 @@ class CollectionEncoding:
         return self._query_encoder
 
     def _static_query_encoder(self) -> Any:
+        from ...encoders.static.query_encoder import StaticQueryEncoder
         from ...errors import MunjangError
-        from ...hub import resolve_model_path
-        from ...static_query_encoder import StaticQueryEncoder
+        from ...models.hub import resolve_model_path
 
         model = self.config["model"]
         try:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...atomic import atomic_write
+from ..._util.atomic import atomic_write
 from ...errors import ImageError
 from ...images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, open_image_bytes
 

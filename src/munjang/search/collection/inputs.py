@@ -21,7 +21,7 @@ def model_key(model: str | os.PathLike[str] | None) -> str:
 def remote_name(encoder: Any) -> str | None:
     """The name of a remote encoder (`openai:...`, `remote:...`), which a collection records in place
     of a model folder; None for a local one."""
-    from ...remote import RemoteEncoder
+    from ...encoders.remote import RemoteEncoder
 
     return encoder.name if isinstance(encoder, RemoteEncoder) else None
 

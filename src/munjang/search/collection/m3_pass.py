@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ...m3_encoder import DEFAULT_WEIGHTS, M3Encoder, M3Output
-from ...m3_views import M3MultiVectorView, M3SparseView
+from ...encoders.m3.encoder import DEFAULT_WEIGHTS, M3Encoder, M3Output
+from ...encoders.m3.views import M3MultiVectorView, M3SparseView
 from .inputs import model_key
 
 
@@ -43,7 +43,7 @@ class OnePass:
     @property
     def model(self) -> M3Encoder:
         if self._model is None:
-            from ...m3_encoder import load_m3_encoder
+            from ...encoders.m3.encoder import load_m3_encoder
 
             self._model = load_m3_encoder(self.name, device=self._device)
         return self._model
@@ -142,7 +142,7 @@ def m3_setup(
 ) -> tuple[OnePass, dict[str, Any]]:
     """The model's one-pass wrapper (loaded unless given) and what a new collection records: its
     dense model and dimension, "sparse" and "multi_vector" entries naming the same model, and "m3"."""
-    from ...m3_encoder import load_m3_encoder
+    from ...encoders.m3.encoder import load_m3_encoder
 
     model = encoder if encoder is not None else load_m3_encoder(str(m3_model), device=device)
     key = model_key(m3_model)
@@ -175,7 +175,7 @@ def m3_scores(
 ) -> dict[str, np.ndarray]:
     """bge-m3's three scores and their weighted mean for one query (an M3Output of one row) against
     candidates' stored vectors: dense (n, dim), sparse weights, ColBERT token matrices."""
-    from ...m3_encoder import colbert_scores, lexical_scores
+    from ...encoders.m3.encoder import colbert_scores, lexical_scores
 
     if len(weights) != 3 or not np.all(np.isfinite(weights)) or min(weights) < 0 or sum(weights) <= 0:
         raise ValueError(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..storage.base import (
+from ..backends.base import (
     CollectionError,
     FiltersTokensNatively,
     HandsBackVectors,
@@ -26,8 +26,8 @@ from ..storage.base import (
     TokenSearch,
     TokenVectors,
 )
-from ..storage.live_index import label_problems
-from ..storage.live_retrievers import LiveTokenIndex
+from ..followers.dense import label_problems
+from ..followers.retrievers import LiveTokenIndex
 from .inputs import model_key
 
 # Texts per encoding call during a write.
@@ -40,7 +40,7 @@ def similarity_of(encoder: Any) -> str:
     settings = getattr(encoder, "settings", None)
     if settings is not None:
         return "meanmaxsim" if settings.similarity_fn_name == "meanmaxsim" else "maxsim"
-    from ...m3_views import M3MultiVectorView
+    from ...encoders.m3.views import M3MultiVectorView
 
     return "meanmaxsim" if isinstance(encoder, M3MultiVectorView) else "maxsim"
 
@@ -61,7 +61,7 @@ def multi_vector_setup(
             f"{backend.kind} has none yet"
         )
     if encoder is None:
-        from ...multi_vector import load_multi_vector_encoder
+        from ...encoders.multi_vector import load_multi_vector_encoder
 
         encoder = load_multi_vector_encoder(str(model), device=device)
     config = {"model": model_key(model), "dim": int(encoder.get_embedding_dimension())}
@@ -99,7 +99,7 @@ class MultiVectorRetriever:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ...multi_vector import load_multi_vector_encoder
+            from ...encoders.multi_vector import load_multi_vector_encoder
 
             self._encoder = load_multi_vector_encoder(self.model, device=self._device)
             dim = int(self._encoder.get_embedding_dimension())

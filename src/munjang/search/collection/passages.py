@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..storage.base import text_hash
+from ..backends.base import text_hash
 from .chunking import Chunker, line_spans, token_counter
 from .sections import Section
 

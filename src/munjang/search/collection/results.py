@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..storage.base import Document
+from ..backends.base import Document
 
 AGGREGATES = ("max", "sum")
 UNITS = ("document", "passage")

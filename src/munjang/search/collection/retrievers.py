@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..storage.base import KeepsExtraVectors
+from ..backends.base import KeepsExtraVectors
 
 if TYPE_CHECKING:
     from .m3_pass import OnePass

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...images import is_image_input
-from ..index.fusion import FUSIONS, fuse
-from ..storage.base import (
+from ..backends.base import (
     Counts,
     DenseSearch,
     Document,
@@ -28,7 +27,8 @@ from ..storage.base import (
     SearchesApart,
     Store,
 )
-from ..storage.filters import compile_filter
+from ..backends.filters import compile_filter
+from ..index.fusion import FUSIONS, fuse
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
 MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
@@ -309,7 +309,7 @@ class CollectionSearch:
     ) -> Ranked:
         """The union of the three retrievers' candidates for query i, scored by bge-m3's weighted sum
         of dense, sparse and ColBERT scores from the stored vectors (`m3_pass.m3_scores`)."""
-        from ...m3_encoder import M3Output
+        from ...encoders.m3.encoder import M3Output
         from .m3_pass import m3_scores
 
         labels = np.array(sorted({label for run in runs for label, _ in run}), dtype=np.int64)
@@ -412,7 +412,7 @@ class CollectionSearch:
             return rerank
         key = str(rerank)
         if key not in self._cross_encoders:
-            from ...cross_encoder import load_cross_encoder
+            from ...encoders.cross import load_cross_encoder
 
             self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
         return self._cross_encoders[key]

@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..index.sparse_index import rows_to_csr
-from ..storage.base import (
+from ..backends.base import (
     CollectionError,
     FiltersSparseNatively,
     HandsBackVectors,
@@ -31,8 +30,9 @@ from ..storage.base import (
     SparseVectors,
     sparse_cache_key,
 )
-from ..storage.live_index import label_problems
-from ..storage.live_retrievers import LiveSparseIndex
+from ..followers.dense import label_problems
+from ..followers.retrievers import LiveSparseIndex
+from ..index.sparse_index import rows_to_csr
 from .inputs import model_key
 
 # Texts per sparse-encoding call during a write (MLM logits are tokens x vocabulary floats).
@@ -54,7 +54,7 @@ def sparse_setup(
             f"a sparse retriever needs a backend that keeps sparse vectors; {backend.kind} keeps none"
         )
     if encoder is None:
-        from ...sparse_encoder import load_sparse_encoder
+        from ...encoders.sparse.encoder import load_sparse_encoder
 
         encoder = load_sparse_encoder(str(sparse_model), device=device)
     return encoder, {"model": model_key(sparse_model), "dim": int(encoder.get_embedding_dimension())}
@@ -101,7 +101,7 @@ class SparseRetriever:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ...sparse_encoder import load_sparse_encoder
+            from ...encoders.sparse.encoder import load_sparse_encoder
 
             self._encoder = load_sparse_encoder(self.model, device=self._device)
             dim = int(self._encoder.get_embedding_dimension())
@@ -113,7 +113,7 @@ class SparseRetriever:
 
     def missing(self, store: Any, hashes: Sequence[str], texts: Sequence[str]) -> tuple[list[str], list[Any]]:
         """The hashes without a cached sparse vector, and those vectors, computed (document side)."""
-        from ...sparse_encoder import sparse_rows
+        from ...encoders.sparse.encoder import sparse_rows
 
         cached = store.cached_sparse(self.key, hashes)
         wanted = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
@@ -143,7 +143,7 @@ class SparseRetriever:
         """Top-k (label, dot-product score) per query, among `allowed` labels when given; the
         backend's own index takes the compiled filter `where` instead, or `native`, the filter
         compiled for its engine (`native_filter`)."""
-        from ...sparse_encoder import sparse_rows
+        from ...encoders.sparse.encoder import sparse_rows
 
         if self.own is not None:
             if native is None and allowed is not None and len(allowed) == 0:

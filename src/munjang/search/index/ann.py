@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from usearch.index import BatchMatches, Index, MetricKind, ScalarKind
 
-from ...atomic import atomic_write
+from ..._util.atomic import atomic_write
 from ...errors import MunjangError
 
 __all__ = ["METRICS", "HNSWIndex", "IndexFileError"]

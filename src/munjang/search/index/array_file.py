@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...atomic import atomic_write
+from ..._util.atomic import atomic_write
 
 MAGIC = b"MJARRAYS1\n"
 ALIGN = 64

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ...multi_vector.flat import FlatTokens, maxsim_rows
-from ...multi_vector.maxsim import as_token_matrix
+from ...encoders.multi_vector.flat import FlatTokens, maxsim_rows
+from ...encoders.multi_vector.maxsim import as_token_matrix
 from .exact import top_k_exact
 
 

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...multi_vector.flat import FlatTokens, maxsim_rows, segment_max, token_rows
-from ...multi_vector.maxsim import as_token_matrix
+from ...encoders.multi_vector.flat import FlatTokens, maxsim_rows, segment_max, token_rows
+from ...encoders.multi_vector.maxsim import as_token_matrix
 
 
 def spherical_kmeans(

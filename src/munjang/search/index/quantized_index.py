@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from ...cores import usable_cores
+from ..._util.cores import usable_cores
 from .ann import IndexFileError, as_ids, as_vectors, check_k, check_threads, read_footer, write_atomic
 from .quantization import HAMMING_BLOCK, buckets, hamming_into, packed_words, quantize_embeddings, ranges_from
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ...atomic import atomic_write, fsync_folder
-from ...cores import usable_cores
+from ..._util.atomic import atomic_write, fsync_folder
+from ..._util.cores import usable_cores
 from .ann import HNSWIndex, as_ids, as_vectors
 from .exact import merge_hits
 

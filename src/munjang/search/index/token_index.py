@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...multi_vector.flat import segment_max, token_rows
+from ...encoders.multi_vector.flat import segment_max, token_rows
 from .plaid import PlaidIndex
 
 # Usable documents up to which search is exact; above it, PLAID.
@@ -194,7 +194,7 @@ class TokenIndex:
 
     def _build_plaid(self) -> None:
         """PLAID over every document held now (dead ones included, so rows stay positions)."""
-        from ...multi_vector.flat import FlatTokens
+        from ...encoders.multi_vector.flat import FlatTokens
 
         self.plaid = PlaidIndex(rerank=PLAID_RERANK).build(FlatTokens(self._flat(), self.offsets.copy()))
         self.plaid_size = len(self.labels)

@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-from ...extras import require
+from ..._util.extras import require
 
 TOKENIZER_NAMES = ("auto", "auto-mecab", "kiwi", "mecab", "word")
 # The Korean tokenizers an "auto" tokenizer may hold, by name.

@@ -1,0 +1,5 @@
+"""`python -m munjang.cli`."""
+
+from .main import main
+
+main()

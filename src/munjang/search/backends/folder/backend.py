@@ -1,0 +1,141 @@
+"""The embedded backend: a collection is one folder on the local disk (the default).
+
+    folder/
+      collection.db        SQLite (WAL): documents, metadata, lexical tokens, the embedding cache
+      dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
+      dense-L-D.exact      or the exact matrix (index="exact"), mapped by readers
+      lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
+      write.lock           one writer at a time (a drop is refused while it is held); readers never take it
+
+The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
+`live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from ...followers.dense import DenseIndex
+from ..base import CollectionError
+from ..disk_faults import storage_fault, writable_media
+from .drop import acquire_writer_lock, drop_folder
+from .sqlite_store import DocumentStore
+
+DB_NAME = "collection.db"
+LOCK_NAME = "write.lock"
+
+
+def staging_folder(target: Path) -> Path:
+    """A fresh hidden sibling of `target` to build a new collection in, renamed to `target` once
+    complete (so a collection appears whole or not at all); refused when `target` exists."""
+    if target.exists():
+        raise CollectionError(f"{target} already exists: add to it, or choose another name")
+    staging = target.with_name(f".{target.name}.creating-{os.getpid()}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+    except OSError as e:
+        raise storage_fault(e, target.parent) or e from e
+    return staging
+
+
+class FolderBackend:
+    """A collection in `folder`: SQLite plus the in-memory (and, for HNSW, saved) vector index."""
+
+    kind = "embedded"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder: Path | None = folder
+        self.path = folder
+        self.location = str(folder)
+        self._lock: FileLock | None = None  # one object per collection, so holding it is reentrant
+
+    @staticmethod
+    def names(parent: Path) -> list[str]:
+        """The collection folders directly inside `parent`, by name (hidden ones, being created or
+        dropped, left out)."""
+        if not parent.is_dir():
+            raise CollectionError(f"{parent}: no such folder")
+        return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
+
+    @staticmethod
+    def is_error(error: BaseException) -> bool:
+        """SQLite's errors are turned into CollectionError where they can happen: none to tell apart."""
+        return False
+
+    def create(self, config: dict[str, Any]) -> None:
+        """The folder appears complete or not at all: it is built under a hidden name, then renamed."""
+        target = self.path
+        staging = staging_folder(target)
+        try:
+            store = DocumentStore(staging / DB_NAME, create=True)
+            store.set_meta(config)
+            store.close()
+            os.rename(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def keeps_vectors(self, retriever: str) -> bool:
+        """Every extra retriever: the SQLite store keeps their vectors, in-process indexes search them."""
+        return True
+
+    def open_store(self, readonly: bool) -> DocumentStore:
+        if not self.path.is_dir():
+            raise CollectionError(f"{self.path}: no such collection folder")
+        return DocumentStore(self.path / DB_NAME, readonly=readonly)
+
+    def writable(self) -> bool:
+        return writable_media(self.path)
+
+    def reader(self) -> Callable[[], DocumentStore]:
+        path = self.path / DB_NAME
+        return lambda: DocumentStore(path, readonly=True)
+
+    def dense_index(self, store: Any, config: dict[str, Any]) -> DenseIndex:
+        kind, hnsw = config["index"], config["hnsw"]
+        dense = DenseIndex(
+            kind, config["dim"], config["metric"], config["model"], hnsw, follow=store.readonly
+        )
+        dense.load(self.path)
+        return dense
+
+    @contextmanager
+    def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
+        if self._lock is None:
+            self._lock = FileLock(str(self.path / LOCK_NAME))
+        lock = self._lock
+        acquire_writer_lock(lock, self.path, self.location, timeout)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def lexical_files(self) -> Path:
+        return self.path / "lexical"
+
+    def save_dense(self, dense: Any, tail: bool = False) -> None:
+        try:
+            if tail:
+                dense.save_tail(self.path)
+            else:
+                dense.save(self.path)
+        except OSError as e:
+            raise storage_fault(e, self.location) or e from e
+
+    def size_bytes(self, store: Any) -> int:
+        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal")]
+        return sum(f.stat().st_size for f in files if f.exists())
+
+    def drop(self) -> None:
+        """Remove the collection folder (`folder_drop.py`): only a munjang collection, never while
+        a writer holds its lock."""
+        drop_folder(self.path, self.location)

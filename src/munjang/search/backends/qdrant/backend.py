@@ -1,0 +1,401 @@
+"""The Qdrant backend: munjang's SQLite store is the record, Qdrant the search engine.
+
+    qdrant+local://FOLDER              qdrant-client's embedded local mode, all on this disk
+    qdrant://HOST:PORT/FOLDER?...      a Qdrant server or cluster; the records stay in FOLDER
+
+Each collection is a folder FOLDER/NAME holding `collection.db` (the same SQLite store as a folder
+collection: passages, metadata, tokens, the embedding cache, the deletion log, transactional) and
+`write.lock`; in local mode also `qdrant/`, Qdrant's own storage. Qdrant holds one point per passage
+(point id = the passage's label) with named vectors `dense`, `bm25` (Kiwi tokens as a sparse
+vector, `Modifier.IDF`) and, for a collection with a sparse model, `splade` (`qdrant_sparse.py`),
+with a multi-vector model `colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets,
+text and metadata as payload. What Qdrant has applied is a `Watermark` in the Qdrant collection's
+own metadata, written after the points, so a crash between the two replays an idempotent upsert:
+nothing is lost and nothing applied twice.
+
+Server options in the URL query: `shards` and `replicas` (a new collection's shard_number and
+replication_factor), `prefix` (Qdrant collection names: PREFIX + NAME, default "munjang_"), `https=1`;
+the API key is read from $QDRANT_API_KEY, never from the URL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from filelock import FileLock
+
+from ...._util.extras import require
+from ..base import CollectionBusyError, CollectionError, LexicalSearch
+from ..disk_faults import writable_media
+from ..folder.backend import staging_folder
+from ..folder.drop import acquire_writer_lock, drop_folder
+from ..folder.sqlite_store import DocumentStore
+from .bm25 import STATS_NAME
+from .index import QdrantDense, QdrantLexical, QdrantPoints
+from .sparse import QdrantSparse
+from .tokens import QdrantTokens
+
+DB_NAME = "collection.db"
+LOCK_NAME = "write.lock"
+METADATA_LOG = (
+    "CREATE TABLE IF NOT EXISTS qdrant_metadata_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL)"
+)
+LOCAL_COLLECTION = "passages"  # the one Qdrant collection in a local-mode collection's qdrant/ folder
+
+# Local mode locks its storage folder per client, so a process shares one client per folder among
+# the stores open on it (path -> [client, stores holding it]); the last store closed releases it,
+# and with it the folder, for another process.
+_local_clients: dict[str, list[Any]] = {}
+_clients_lock = threading.Lock()
+
+
+def _options(url: str) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def _folder(url: str) -> Path:
+    """The folder of collection records named by a qdrant / qdrant+local URL."""
+    parts = urlsplit(url)
+    raw = "/" + parts.path.lstrip("/") if parts.scheme == "qdrant" else parts.netloc + parts.path
+    if not raw or raw == "/":
+        example = "qdrant+local://FOLDER" if parts.scheme != "qdrant" else "qdrant://HOST:PORT/FOLDER"
+        raise ValueError(f"{url!r} names no folder for the collections' records; use {example}")
+    return Path(raw)
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    """Close the local engines before the interpreter tears down what their finalizers need."""
+    with _clients_lock:
+        clients = [entry[0] for entry in _local_clients.values()]
+        _local_clients.clear()
+    for client in clients:
+        client.close()
+
+
+def _acquire_local(path: Path) -> Any:
+    """The local engine on `path`, opened on first use; each call is matched by `_release_local`."""
+    qdrant_client = require("qdrant_client")
+    key = str(path.resolve())
+    with _clients_lock:
+        entry = _local_clients.get(key)
+        if entry is None:
+            try:
+                entry = [qdrant_client.QdrantClient(path=key), 0]
+            except RuntimeError as e:  # another process holds the local storage
+                raise CollectionError(
+                    f"{path.parent}: Qdrant's local mode is open in another process; one process at a "
+                    "time (use a Qdrant server, qdrant://, for several)"
+                ) from e
+            _local_clients[key] = entry
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_local(path: Path) -> None:
+    key = str(path.resolve())
+    with _clients_lock:
+        entry = _local_clients.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _local_clients[key]
+    entry[0].close()
+
+
+class QdrantRecords(DocumentStore):
+    """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open. It
+    logs metadata changed in place (`qdrant_index.LogsMetadataUpdates`) for the push."""
+
+    def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
+        super().__init__(path, readonly=readonly)
+        self.client, self._release = client, release
+        if not readonly:
+            self.conn.execute(METADATA_LOG)
+
+    def update_metadata(self, updates: Sequence[tuple[str, str]]) -> None:
+        super().update_metadata(updates)
+        self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
+
+    def metadata_seq(self) -> int:
+        """The last metadata change logged (0: none)."""
+        try:
+            row = self.conn.execute("SELECT max(seq) FROM qdrant_metadata_log").fetchone()
+        except sqlite3.OperationalError:  # a collection no writer of this version has opened
+            return 0
+        return int(row[0] or 0)
+
+    def prune_metadata_log(self, through: int) -> None:
+        """Forget the changes logged up to `through` (pushed to Qdrant), keeping that last entry so
+        `metadata_seq` stays where the push left it."""
+        self.conn.execute("DELETE FROM qdrant_metadata_log WHERE seq < ?", (through,))
+
+    def metadata_updates_after(self, seq: int) -> dict[int, str]:
+        """{label: metadata JSON} of the passages whose metadata changed after `seq`."""
+        ids = [
+            r[0]
+            for r in self.conn.execute("SELECT DISTINCT id FROM qdrant_metadata_log WHERE seq > ?", (seq,))
+        ]
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            query = f"SELECT label, metadata FROM documents WHERE id IN ({marks})"
+            out.update((int(label), text) for label, text in self.conn.execute(query, part))
+        return out
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            release, self._release = self._release, lambda: None
+            release()
+
+
+class QdrantBackend:
+    """The collection `name` under the records folder of `url`, searched by Qdrant."""
+
+    kind = "qdrant"
+
+    def __init__(self, url: str, name: str) -> None:
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"a Qdrant collection name is one plain name, got {name!r}")
+        self.url, self.name = url, name
+        self.local = urlsplit(url).scheme == "qdrant+local"
+        self.path = _folder(url) / name
+        self.folder: Path | None = self.path
+        self.location = str(self.path)
+        self.options = _options(url)
+        self.readonly = False
+        self._lock: FileLock | None = None
+        self._points: QdrantPoints | None = None
+
+    # -- where the points live ---------------------------------------------------------------------
+    def _connect(self, qdrant: Path) -> tuple[Any, Callable[[], None]]:
+        """A Qdrant client and the function that lets go of it: the local engine in `qdrant`, or
+        the server."""
+        if self.local:
+            return _acquire_local(qdrant), lambda: _release_local(qdrant)
+        client = _server_client(self.url)
+        return client, client.close
+
+    @property
+    def collection_name(self) -> str:
+        return LOCAL_COLLECTION if self.local else self.options.get("prefix", "munjang_") + self.name
+
+    @staticmethod
+    def names(url: str) -> list[str]:
+        """The collections whose records are in the URL's folder (hidden ones, being created or
+        dropped, left out)."""
+        parent = _folder(url)
+        if not parent.exists():
+            return []  # made by the first collection created there
+        if not parent.is_dir():
+            raise CollectionError(f"{parent}: not a folder")
+        return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
+
+    @staticmethod
+    def is_error(error: BaseException) -> bool:
+        """An error from Qdrant (the server refused, timed out or went away)."""
+        module = type(error).__module__ or ""
+        return module.startswith(("qdrant_client", "grpc", "httpx", "httpcore"))
+
+    # -- the contract ----------------------------------------------------------------------------------
+    def create(self, config: dict[str, Any]) -> None:
+        """Records folder and Qdrant collection appear together or not at all: the folder is built
+        under a hidden name and renamed last; a failure removes what was made."""
+        target = self.path
+        staging = staging_folder(target)
+        client, release, made = None, None, False
+        try:
+            store = DocumentStore(staging / DB_NAME, create=True)
+            store.set_meta(config)
+            store.close()
+            client, release = self._connect(staging / "qdrant")
+            QdrantPoints.create_collection(client, self.collection_name, config, self.options)
+            made = True
+            release()
+            release = None
+            os.rename(staging, target)
+        except BaseException:
+            if made and not self.local and client is not None:
+                client.delete_collection(self.collection_name)
+            if release is not None:
+                release()
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def open_store(self, readonly: bool) -> QdrantRecords:
+        if not self.path.is_dir():
+            raise CollectionError(f"{self.path}: no such collection")
+        self.readonly = readonly
+        client, release = self._connect(self.path / "qdrant")
+        try:
+            return QdrantRecords(self.path / DB_NAME, readonly, client, release)
+        except BaseException:
+            release()
+            raise
+
+    def writable(self) -> bool:
+        return writable_media(self.path)
+
+    def reader(self) -> Callable[[], DocumentStore]:
+        path = self.path / DB_NAME
+        return lambda: DocumentStore(path, readonly=True)
+
+    def points(self, store: QdrantRecords, config: dict[str, Any]) -> QdrantPoints:
+        """The Qdrant side of this collection; only a writer pushes the store's changes into it."""
+        found = self._points
+        if found is None:
+            client = store.client
+            if not client.collection_exists(self.collection_name):
+                raise CollectionError(
+                    f"{self.location}: its Qdrant collection {self.collection_name!r} is missing"
+                )
+            found = QdrantPoints(
+                client, self.collection_name, config, writer=not self.readonly, local=self.local,
+                stats=self.path / STATS_NAME,
+            )  # fmt: skip
+            self._points = found
+        return found
+
+    def dense_index(self, store: Any, config: dict[str, Any]) -> QdrantDense:
+        return QdrantDense(self.points(store, config))
+
+    def lexical_index(self, store: Any, config: dict[str, Any]) -> LexicalSearch:
+        """Qdrant answers lucene BM25 (the default); the other methods need every document's
+        scores, so munjang's in-process index answers those."""
+        if config.get("method", "lucene") != "lucene" or "delta" in config:
+            from ...followers.lexical import LexicalIndex
+
+            return LexicalIndex(config)
+        return QdrantLexical(self.points(store, {**store.get_meta(), "lexical": config}), config)
+
+    def keeps_vectors(self, retriever: str) -> bool:
+        """SPLADE as a named sparse vector of each point, ColBERT as a named multivector, and so
+        bge-m3's three heads (dense, `splade`, `colbert`) in one point."""
+        return retriever in ("sparse", "multi_vector", "m3")
+
+    def token_index(self, store: Any, config: dict[str, Any]) -> QdrantTokens:
+        """ColBERT searched by Qdrant on the points' `colbert` multivectors (`qdrant_tokens.py`)."""
+        return QdrantTokens(self.points(store, store.get_meta()), store, int(config["dim"]))
+
+    def sparse_index(self, store: Any, config: dict[str, Any]) -> QdrantSparse:
+        """SPLADE searched by Qdrant on the points' `splade` vectors (`qdrant_sparse.py`)."""
+        return QdrantSparse(self.points(store, store.get_meta()), store, int(config["dim"]))
+
+    @contextmanager
+    def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
+        if self._lock is None:
+            self._lock = FileLock(str(self.path / LOCK_NAME))
+        acquire_writer_lock(self._lock, self.path, self.location, timeout)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def save_dense(self, dense: Any, tail: bool = False) -> None:
+        """Qdrant keeps its own state; the watermark is written with every push."""
+
+    def size_bytes(self, store: Any) -> int:
+        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal", STATS_NAME, STATS_NAME + "-wal")]
+        total = sum(f.stat().st_size for f in files if f.exists())
+        qdrant = self.path / "qdrant"
+        if qdrant.is_dir():
+            total += sum(f.stat().st_size for f in qdrant.rglob("*") if f.is_file())
+        return total
+
+    def drop(self) -> None:
+        """Remove the records folder and the Qdrant collection (`folder_drop.py`), never while a
+        writer holds the lock. Local mode: Qdrant's storage is inside the folder, and the drop is
+        refused while any process has it open; a server: its collection is deleted once the
+        folder is hidden (a failure there puts the folder back)."""
+        if self.local:
+            drop_folder(self.path, self.location, hold=self._local_storage_free)
+            return
+
+        def delete_points() -> None:
+            client = _server_client(self.url)
+            try:
+                client.delete_collection(self.collection_name)
+            finally:
+                client.close()
+
+        drop_folder(self.path, self.location, outside=delete_points)
+
+    @contextmanager
+    def _local_storage_free(self) -> Iterator[None]:
+        """Hold local mode's own lock on the collection's Qdrant storage: refused while a client in
+        this or another process has it open."""
+        qdrant = self.path / "qdrant"
+        with _clients_lock:
+            opened_here = str(qdrant.resolve()) in _local_clients
+        if opened_here:
+            raise CollectionBusyError(f"{self.location} is open in this process: close it before dropping it")
+        lock_file = qdrant / ".lock"
+        if not lock_file.is_file():
+            yield
+            return
+        require("qdrant_client")
+        import portalocker  # qdrant-client's own file lock
+
+        with open(lock_file, "r+") as handle:
+            try:
+                portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+            except portalocker.exceptions.LockException:
+                message = f"{self.location} is open in another process: not dropped"
+                raise CollectionBusyError(message) from None
+            try:
+                yield
+            finally:
+                portalocker.unlock(handle)
+
+
+def _server_client(url: str) -> Any:
+    qdrant_client = require("qdrant_client")
+    parts, options = urlsplit(url), _options(url)
+    return qdrant_client.QdrantClient(
+        host=parts.hostname or "localhost",
+        port=parts.port or 6333,
+        https=options.get("https", "0") in ("1", "true"),
+        api_key=os.environ.get("QDRANT_API_KEY") or None,
+        timeout=int(options.get("timeout", "60")),
+    )
+
+
+if TYPE_CHECKING:
+    from ..base import (
+        Backend,
+        FiltersSparseNatively,
+        FiltersTokensNatively,
+        HandsBackVectors,
+        KeepsExtraVectors,
+        ProvidesLexical,
+        ProvidesMultiVector,
+        ProvidesSparse,
+        SparseSearch,
+        TokenSearch,
+    )
+
+    _CONTRACT: type[Backend] = QdrantBackend  # mypy checks the class against the contract
+    _LEXICAL: type[ProvidesLexical] = QdrantBackend
+    _SPARSE: type[ProvidesSparse] = QdrantBackend
+    _KEEPS: type[KeepsExtraVectors] = QdrantBackend
+    _SPARSE_SEARCH: type[SparseSearch] = QdrantSparse
+    _SPARSE_NATIVE: type[FiltersSparseNatively] = QdrantSparse
+    _TOKENS: type[ProvidesMultiVector] = QdrantBackend
+    _TOKEN_SEARCH: type[TokenSearch] = QdrantTokens
+    _TOKENS_NATIVE: type[FiltersTokensNatively] = QdrantTokens
+    _SPARSE_BACK: type[HandsBackVectors] = QdrantSparse
+    _TOKENS_BACK: type[HandsBackVectors] = QdrantTokens
