@@ -1,6 +1,5 @@
-"""Where a collection lives: the contract and its vocabulary (base.py), the factory that picks a
-backend (backends.py), the backends (folder.py + sqlite_store.py; postgres.py + postgres_store.py +
-postgres_dense.py), and the in-process indexes that follow a store for a backend that does not
-retrieve by itself (live_index.py, live_retrievers.py). Metadata filters and their compiled forms:
-filters.py. Disk faults: disk_faults.py.
-"""
+"""Where a collection lives: the contract and its vocabulary (`base.py`), the metadata filter language
+(`filters.py`), the factory that picks a backend by URL scheme (`schemes.py`), and one package per
+backend, each owning its store, its retrievers and its faults: `folder/` (SQLite beside mapped index
+files, the default), `postgres/` (PostgreSQL + pgvector: everything in SQL) and `qdrant/` (Qdrant,
+local mode or a server). A new backend is one package here and one line in `schemes.SCHEMES`."""
