@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from munjang.server import ServerSettings, create_app
+from tests.helpers import hostile_files as hostile
 from tests.helpers import office_files as office
 from tests.helpers.server import LOCAL
 
@@ -23,7 +24,11 @@ def upload(name: str, data: bytes, **extra: object) -> dict[str, object]:
 @pytest.fixture
 def client(encoder, tmp_path):
     settings = ServerSettings(
-        models={"mini": encoder}, api_key="k", collections_dir=tmp_path, max_body_bytes=200_000
+        models={"mini": encoder},
+        api_key="k",
+        collections_dir=tmp_path,
+        max_body_bytes=200_000,
+        max_chars_per_input=4_000,  # an upload's document is bounded like any input
     )
     with TestClient(create_app(settings), base_url=LOCAL) as client:
         assert client.post("/v1/collections", json={"name": "docs"}, headers=KEY).status_code == 201
@@ -66,6 +71,9 @@ def test_upload_by_content_and_search_with_location(client) -> None:
         (office.hwpx(office.SAMPLE)[:400], 400, "type is not one that can be read"),
         (b"", 400, "empty file"),
         (b"x" * 300_000, 413, "over the limit"),
+        (hostile.zip_version(office.docx(office.SAMPLE)), 400, "type is not one that can be read"),
+        (hostile.docx_grid_span(), 400, "max_columns"),
+        (office.docx([("p", "긴 문단 " * 1_000)]), 400, "max_chars"),  # 5,000 characters
     ],
 )
 def test_bad_uploads_store_nothing(client, data: bytes, status: int, needle: str) -> None:

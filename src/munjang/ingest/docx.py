@@ -1,7 +1,9 @@
 """Word (.docx) documents with python-docx: body paragraphs and tables in reading order, headings by
 their style ("Heading N", "제목 N", "Title", or an outline level), footnotes and endnotes placed
 after the paragraph that cites them, page numbers from page breaks (explicit ones and the ones Word
-last rendered). Headers and footers are left out of the body."""
+last rendered). Headers and footers are left out of the body. Bounded by `ReadLimits`: style chains
+that loop, notes, and table rows whose grid spans outgrow `max_columns` are refused before python-docx
+expands them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 from .._util.extras import require
 from .containers import open_zip
 from .document import ReadError
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .structure import Layout
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -21,15 +24,18 @@ NOTE_PARTS = {"footnote": "word/footnotes.xml", "endnote": "word/endnotes.xml"}
 NOTE_NAMES = {"footnote": "각주", "endnote": "미주"}
 
 
-def read_docx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
+def read_docx(
+    raw: bytes, path: str | Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[str, str | None, dict[str, Any]]:
     """(text, title, metadata with the outline and "pages") of the DOCX in `raw`."""
-    archive = open_zip(raw, path, "DOCX", "word/document.xml")
+    archive = open_zip(raw, path, "DOCX", "word/document.xml", limits)
     docx = require("docx")
     try:
         document = docx.Document(io.BytesIO(raw))
-        notes = {kind: _notes(archive, name) for kind, name in NOTE_PARTS.items()}
-        layout = Layout()
+        notes = {kind: _notes(archive, name, path, limits) for kind, name in NOTE_PARTS.items()}
+        layout = Layout(path=path, limits=limits)
         body = document.element.body
+        _check_tables(body, path, limits)
         reader = _Reader(layout, notes, next(body.iter(f"{W}lastRenderedPageBreak"), None) is not None)
         layout.place(page=1)
         for block in document.iter_inner_content():
@@ -55,12 +61,16 @@ class _Reader:
         include the explicit breaks); else explicit page breaks and section breaks do."""
         self.layout = layout
         self.notes = notes
+        # a note's number is its place in its part, looked up once per citation
+        self.numbers = {
+            kind: {note_id: i for i, note_id in enumerate(found, 1)} for kind, found in notes.items()
+        }
         self.page = 1
         self.rendered = rendered
         self.break_tag = f"{W}lastRenderedPageBreak" if rendered else f"{W}br"
 
     def paragraph(self, paragraph: Any) -> None:
-        level = _heading_level(paragraph)
+        level = _heading_level(paragraph, self.layout.limits.max_style_depth)
         pieces: list[str] = []
         cited: list[str] = []
         for element in paragraph._p.iter(f"{W}t", f"{W}tab", f"{W}br", f"{W}lastRenderedPageBreak", *_REFS):
@@ -84,7 +94,7 @@ class _Reader:
                 kind = "footnote" if tag == f"{W}footnoteReference" else "endnote"
                 note_id = element.get(f"{W}id") or ""
                 if note_id in self.notes[kind]:
-                    number = list(self.notes[kind]).index(note_id) + 1
+                    number = self.numbers[kind][note_id]
                     cited.append(f"{NOTE_NAMES[kind]} {number}: {self.notes[kind][note_id]}")
         self._emit("".join(pieces), level)
         self._notes(cited)
@@ -119,10 +129,16 @@ class _Reader:
 _REFS = (f"{W}footnoteReference", f"{W}endnoteReference")
 
 
-def _heading_level(paragraph: Any) -> int | None:
-    """1 for "Heading 1" / "제목 1" / "Title" (and an outline level of 0), ...; None for body text."""
+def _heading_level(paragraph: Any, max_depth: int) -> int | None:
+    """1 for "Heading 1" / "제목 1" / "Title" (and an outline level of 0), ...; None for body text.
+    A chain of styles based on each other that loops (or runs past `max_depth`) ends the walk there."""
     style = paragraph.style
-    while style is not None:
+    seen: set[str] = set()
+    while style is not None and len(seen) < max_depth:
+        key = style.style_id or style.name or ""
+        if key in seen:
+            break
+        seen.add(key)
         name = (style.name or "").strip()
         if name.lower() == "title":
             return 1
@@ -136,11 +152,30 @@ def _heading_level(paragraph: Any) -> int | None:
     return None
 
 
-def _notes(archive: Any, name: str) -> dict[str, str]:
+def _check_tables(body: Any, path: str | Path, limits: ReadLimits) -> None:
+    """Refuse tables whose rows span more grid columns than `max_columns`, or more cells in all than
+    `max_cells`, before python-docx lays each row out on its grid (one cell per spanned column)."""
+    cells = 0
+    for row in body.iter(f"{W}tr"):
+        width = 0
+        for span in row.iterfind(f"{W}tc/{W}tcPr/{W}gridSpan"):
+            value = span.get(f"{W}val", "1")
+            width += int(value) if value.isdigit() and len(value) < 10 else limits.max_columns + 1
+        width += sum(1 for tc in row.iterfind(f"{W}tc") if tc.find(f"{W}tcPr/{W}gridSpan") is None)
+        if width > limits.max_columns:
+            raise limits.over(path, "max_columns", "columns in a table row")
+        cells += width
+        if cells > limits.max_cells:
+            raise limits.over(path, "max_cells", "table cells")
+
+
+def _notes(archive: Any, name: str, path: str | Path, limits: ReadLimits) -> dict[str, str]:
     """Note id -> text of a footnotes or endnotes part (the separator notes, ids -1 and 0, left out)."""
     if name not in archive.namelist():
         return {}
     root = require("lxml.etree").fromstring(archive.read(name))
+    if len(root) > limits.max_notes:
+        raise limits.over(path, "max_notes", "footnotes or endnotes")
     out: dict[str, str] = {}
     for note in root:
         note_id = note.get(f"{W}id")

@@ -10,7 +10,9 @@ control characters in it) and one CTRL_HEADER per extended control: tables ('tbl
 
 No parser on PyPI was both permissively licensed and well kept (pyhwp is AGPL), and the part needed
 for text, tables and notes is small. A page starts at each section and at each paragraph whose break
-type says "쪽 나누기".
+type says "쪽 나누기". Bounded by `ReadLimits`: a stream inflates to `max_member_bytes` at most, a
+stream holds `max_records` records at most, and no text record may be longer than the document's
+`max_chars`, each checked before the records are built.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from .._util.extras import require
 from .containers import OLE_MAGIC
 from .document import ReadError
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .structure import Layout
 
 SIGNATURE = b"HWP Document File"
@@ -46,7 +49,7 @@ WIDE_CONTROLS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 15, 16, 17, 18
 EXTENDED_CONTROLS = frozenset({1, 2, 3, 11, 12, 14, 15, 16, 17, 18, 21, 22, 23})
 CHARACTERS = {9: " ", 10: "\n", 24: "-", 30: " ", 31: " "}
 NOTES = {"fn  ": "각주", "en  ": "미주"}
-_OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d+)$", re.IGNORECASE)
+_OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d{1,3})$", re.IGNORECASE)
 _SECTION = re.compile(r"^BodyText/Section(\d+)$")
 
 
@@ -60,7 +63,9 @@ class Record:
     children: list[Record] = field(default_factory=list)
 
 
-def read_hwp(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
+def read_hwp(
+    raw: bytes, path: str | Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[str, str | None, dict[str, Any]]:
     """(text, title, metadata with the outline and "pages") of the HWP 5.0 file in `raw`."""
     if not raw:
         raise ReadError(path, "no text (empty file)")
@@ -73,7 +78,7 @@ def read_hwp(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, A
     except Exception as e:  # OSError / struct.error / ... from a damaged container
         raise ReadError(path, f"corrupt HWP (OLE container: {type(e).__name__}: {e})") from None
     try:
-        return _read(ole, path)
+        return _read(ole, path, limits)
     except ReadError:
         raise
     except Exception as e:  # zlib.error, struct.error, IndexError, ... from damaged streams
@@ -82,7 +87,7 @@ def read_hwp(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, A
         ole.close()
 
 
-def _read(ole: Any, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
+def _read(ole: Any, path: str | Path, limits: ReadLimits) -> tuple[str, str | None, dict[str, Any]]:
     if not ole.exists("FileHeader"):
         raise ReadError(path, "not an HWP 5.0 file (no FileHeader stream)")
     header = ole.openstream("FileHeader").read()
@@ -98,39 +103,62 @@ def _read(ole: Any, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
             path, "HWP distribution document (encrypted, read-only); save it as a normal document"
         )
     compressed = bool(flags & COMPRESSED)
-    levels = _heading_levels(_records(_stream(ole, "DocInfo", compressed))) if ole.exists("DocInfo") else {}
+    streams = _Streams(ole, compressed, path, limits)
+    levels = _heading_levels(streams.records("DocInfo")) if ole.exists("DocInfo") else {}
     sections = sorted(
         ("/".join(entry) for entry in ole.listdir() if _SECTION.match("/".join(entry))),
         key=lambda name: int(_SECTION.match(name).group(1)),  # type: ignore[union-attr]
     )
     if not sections:
         raise ReadError(path, "no BodyText sections")
-    reader = _Reader(levels)
+    reader = _Reader(levels, Layout(path=path, limits=limits))
     for number, name in enumerate(sections):
-        reader.section(_tree(_records(_stream(ole, name, compressed))), first=number == 0)
+        reader.section(_tree(streams.records(name)), first=number == 0)
     text, metadata = reader.layout.finish()
     metadata["pages"] = reader.page
     return text, reader.layout.title, metadata
 
 
-def _stream(ole: Any, name: str, compressed: bool) -> bytes:
-    data = ole.openstream(name).read()
-    return zlib.decompress(data, -15) if compressed else data
+@dataclass
+class _Streams:
+    """An HWP file's streams, inflated and cut into records within the read limits."""
 
+    ole: Any
+    compressed: bool
+    path: str | Path
+    limits: ReadLimits
 
-def _records(data: bytes) -> Iterator[Record]:
-    offset = 0
-    while offset + 4 <= len(data):
-        (head,) = struct.unpack_from("<I", data, offset)
-        offset += 4
-        size = head >> 20
-        if size == 0xFFF:
-            (size,) = struct.unpack_from("<I", data, offset)
+    def data(self, name: str) -> bytes:
+        data = self.ole.openstream(name).read()
+        if not self.compressed:
+            return bytes(data)
+        inflate = zlib.decompressobj(-15)
+        out = inflate.decompress(data, self.limits.max_member_bytes + 1)
+        if len(out) > self.limits.max_member_bytes:
+            raise self.limits.over(self.path, "max_member_bytes", f"bytes in the stream {name}")
+        return out
+
+    def records(self, name: str) -> Iterator[Record]:
+        data = self.data(name)
+        limits = self.limits
+        offset = count = 0
+        while offset + 4 <= len(data):
+            (head,) = struct.unpack_from("<I", data, offset)
             offset += 4
-        if offset + size > len(data):
-            raise ValueError(f"record at {offset} runs past the stream's end")
-        yield Record(head & 0x3FF, (head >> 10) & 0x3FF, data[offset : offset + size])
-        offset += size
+            size = head >> 20
+            if size == 0xFFF:
+                (size,) = struct.unpack_from("<I", data, offset)
+                offset += 4
+            if offset + size > len(data):
+                raise ValueError(f"record at {offset} runs past the stream's end")
+            count += 1
+            if count > limits.max_records:
+                raise limits.over(self.path, "max_records", f"records in the stream {name}")
+            tag = head & 0x3FF
+            if tag == TAG_PARA_TEXT and size > 2 * limits.max_chars:
+                raise limits.over(self.path, "max_chars", "characters in one paragraph")
+            yield Record(tag, (head >> 10) & 0x3FF, data[offset : offset + size])
+            offset += size
 
 
 def _tree(records: Iterator[Record]) -> list[Record]:
@@ -193,8 +221,8 @@ def _ctrl_id(record: Record) -> str:
 
 
 class _Reader:
-    def __init__(self, levels: dict[tuple[str, int], int]) -> None:
-        self.layout = Layout()
+    def __init__(self, levels: dict[tuple[str, int], int], layout: Layout) -> None:
+        self.layout = layout
         self.levels = levels
         self.page = 1
         self.fresh = True

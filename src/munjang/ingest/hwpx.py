@@ -16,17 +16,20 @@ from typing import Any
 from .._util.extras import require
 from .containers import member, open_zip
 from .document import ReadError
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .structure import Layout
 
 _SECTION = re.compile(r"^Contents/section(\d+)\.xml$")
-_OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d+)$", re.IGNORECASE)
+_OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d{1,3})$", re.IGNORECASE)
 SKIPPED = {"header", "footer", "hiddenComment", "fieldBegin", "fieldEnd", "secPr", "colPr", "linesegarray"}
 NOTES = {"footNote": "각주", "endNote": "미주"}
 
 
-def read_hwpx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
+def read_hwpx(
+    raw: bytes, path: str | Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[str, str | None, dict[str, Any]]:
     """(text, title, metadata with the outline and "pages") of the HWPX in `raw`."""
-    archive = open_zip(raw, path, "HWPX", "Contents/section0.xml")
+    archive = open_zip(raw, path, "HWPX", "Contents/section0.xml", limits)
     etree = require("lxml.etree")
 
     names = sorted(
@@ -42,7 +45,8 @@ def read_hwpx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, 
             if "Contents/header.xml" in archive.namelist()
             else b""
         )
-        reader = _Reader(_heading_levels(etree.fromstring(head)) if head else ({}, {}))
+        levels = _heading_levels(etree.fromstring(head)) if head else ({}, {})
+        reader = _Reader(levels, Layout(path=path, limits=limits))
         for number, name in enumerate(names):
             root = etree.fromstring(member(archive, name, path, "HWPX"))
             reader.section(root, first=number == 0)
@@ -60,6 +64,10 @@ def _local(element: Any) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
+def _small(number: str) -> bool:
+    return number.isdigit() and len(number) <= 3
+
+
 def _heading_levels(header: Any) -> tuple[dict[str, int], dict[str, int]]:
     """(paraPr id -> outline level, style id -> level) from Contents/header.xml, levels from 1."""
     by_shape: dict[str, int] = {}
@@ -68,8 +76,9 @@ def _heading_levels(header: Any) -> tuple[dict[str, int], dict[str, int]]:
         name = _local(element)
         if name == "paraPr":
             for child in element.iter():
-                if _local(child) == "heading" and child.get("type") == "OUTLINE":
-                    by_shape[element.get("id", "")] = int(child.get("level", "0")) + 1
+                level = child.get("level", "0")  # a level of thousands of digits is no level
+                if _local(child) == "heading" and child.get("type") == "OUTLINE" and _small(level):
+                    by_shape[element.get("id", "")] = int(level) + 1
         elif name == "style":
             found = _OUTLINE_STYLE.match((element.get("name") or "").strip())
             if found:
@@ -78,8 +87,8 @@ def _heading_levels(header: Any) -> tuple[dict[str, int], dict[str, int]]:
 
 
 class _Reader:
-    def __init__(self, levels: tuple[dict[str, int], dict[str, int]]) -> None:
-        self.layout = Layout()
+    def __init__(self, levels: tuple[dict[str, int], dict[str, int]], layout: Layout) -> None:
+        self.layout = layout
         self.by_shape, self.by_style = levels
         self.page = 1
         self.notes = {"footNote": 0, "endNote": 0}

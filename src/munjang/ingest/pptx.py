@@ -1,5 +1,6 @@
 """PowerPoint (.pptx) presentations with python-pptx: one section per slide, its title as the heading,
-then its text frames top to bottom, its tables, and its speaker notes ("노트: ...")."""
+then its text frames top to bottom, its tables, and its speaker notes ("노트: ..."). A deck of more
+slides than `ReadLimits.max_slides` is refused before any slide is read."""
 
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ from typing import Any
 from .._util.extras import require
 from .containers import open_zip
 from .document import ReadError
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .structure import Layout
 
 
-def read_pptx(raw: bytes, path: str | Path) -> tuple[str, str | None, dict[str, Any]]:
+def read_pptx(
+    raw: bytes, path: str | Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[str, str | None, dict[str, Any]]:
     """(text, title, metadata with the outline and "slides") of the PPTX in `raw`."""
-    open_zip(raw, path, "PPTX", "ppt/presentation.xml")
+    open_zip(raw, path, "PPTX", "ppt/presentation.xml", limits)
     pptx = require("pptx")
     try:
         presentation = pptx.Presentation(io.BytesIO(raw))
-        layout = Layout()
+        if len(presentation.slides) > limits.max_slides:
+            raise limits.over(path, "max_slides", "slides")
+        layout = Layout(path=path, limits=limits)
         count = 0
         for number, slide in enumerate(presentation.slides, start=1):
             count = number

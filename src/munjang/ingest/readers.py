@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import MissingExtraError
 from .decode import decode
 from .document import ReadError, SourceDocument
 from .docx import read_docx
 from .html import read_html
 from .hwp import read_hwp
 from .hwpx import read_hwpx
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .markdown import read_markdown
 from .pdf import read_pdf
 from .pptx import read_pptx
@@ -32,9 +34,9 @@ SUFFIXES: dict[str, str] = {
     ".pptx": "pptx",
     ".xlsx": "xlsx",
 }
-# The structured readers: (raw, path) -> (text, title, metadata with the outline:
+# The structured readers: (raw, path, limits) -> (text, title, metadata with the outline:
 # search/collection/sections.py).
-OFFICE: dict[str, Callable[[bytes, Path], tuple[str, str | None, dict[str, Any]]]] = {
+OFFICE: dict[str, Callable[[bytes, Path, ReadLimits], tuple[str, str | None, dict[str, Any]]]] = {
     "hwp": read_hwp,
     "hwpx": read_hwpx,
     "docx": read_docx,
@@ -62,17 +64,23 @@ def document_id(path: Path, root: Path | None = None) -> str:
 
 
 def read_file(
-    path: Path, root: Path | None = None, max_bytes: int = MAX_BYTES, kind: str | None = None
+    path: Path,
+    root: Path | None = None,
+    max_bytes: int = MAX_BYTES,
+    kind: str | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> SourceDocument:
     """Read one file into a SourceDocument (the format by its suffix, or `kind`). Raises ReadError,
     naming the file, for a missing, oversized, binary, empty, encrypted, DRM-protected, corrupt or
-    image-only file, or an unsupported suffix; a reader whose library is missing raises
-    MissingExtraError."""
+    image-only file, one over a read limit (`limits`), or an unsupported suffix; a reader whose
+    library is missing raises MissingExtraError."""
     path = Path(path)
     kind = kind or file_format(path)
     if kind is None:
         raise _unsupported(path)
     try:
+        if not path.is_file() and path.exists() and not path.is_dir():  # a FIFO or device would block
+            raise ReadError(path, "not a regular file")
         size = path.stat().st_size
         if size > max_bytes:
             raise ReadError(path, f"{_mb(size)}, over the {_mb(max_bytes)} limit")
@@ -83,17 +91,36 @@ def read_file(
         raise ReadError(path, "is a folder, not a file") from None
     except OSError as e:
         raise ReadError(path, e.strerror or str(e)) from None
-    return read_bytes(raw, path, kind, document_id(path, root))
+    return read_bytes(raw, path, kind, document_id(path, root), limits)
 
 
-def read_bytes(raw: bytes, path: Path, kind: str, doc_id: str | None = None) -> SourceDocument:
+def read_bytes(
+    raw: bytes, path: Path, kind: str, doc_id: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> SourceDocument:
     """Read a file's bytes (already in memory: an upload) as format `kind`; `path` names it in errors
-    and in the "path" metadata, `doc_id` defaults to its name. Raises ReadError as `read_file` does."""
+    and in the "path" metadata, `doc_id` defaults to its name. Raises ReadError as `read_file` does:
+    whatever a reader's library raises on a hostile file becomes the ReadError of that file."""
     path = Path(path)
+    try:
+        document = _read_bytes(raw, path, kind, doc_id, limits)
+    except (ReadError, MissingExtraError):
+        raise
+    except RecursionError:
+        raise ReadError(path, f"cannot read the {kind} (nested too deeply)") from None
+    except Exception as e:  # NotImplementedError, KeyError, ... from a library on a hostile file
+        raise ReadError(
+            path, f"cannot read the {kind} ({type(e).__name__}: {e})".replace("\n", " ")
+        ) from None
+    if len(document.text) > limits.max_chars:
+        raise limits.over(path, "max_chars", "characters of text")
+    return document
+
+
+def _read_bytes(raw: bytes, path: Path, kind: str, doc_id: str | None, limits: ReadLimits) -> SourceDocument:
     metadata: dict[str, Any] = {"path": path.as_posix(), "format": kind, "bytes": len(raw)}
     title: str | None = None
     if kind in OFFICE:
-        text, title, found = OFFICE[kind](raw, path)
+        text, title, found = OFFICE[kind](raw, path, limits)
         metadata |= found
     elif kind == "pdf":
         pdf = read_pdf(raw, path)

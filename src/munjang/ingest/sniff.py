@@ -27,7 +27,7 @@ def sniff(raw: bytes) -> str | None:
     if raw.startswith(ZIP_MAGIC):
         try:
             names = set(zipfile.ZipFile(io.BytesIO(raw)).namelist())
-        except (zipfile.BadZipFile, OSError, ValueError):
+        except Exception:  # BadZipFile, NotImplementedError (a zip version zipfile cannot read), ...
             return None
         return next((kind for member, kind in ZIP_MARKS if member in names), None)
     if b"\x00" in head:

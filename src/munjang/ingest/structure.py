@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..search.collection.sections import FIELD, Section
 from .decode import normalise
+from .limits import DEFAULT_LIMITS, ReadLimits
 
 _SPACE = re.compile(r"[^\S\n]+")
 CELL_SEPARATOR = " | "
@@ -51,8 +53,11 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 
 @dataclass
 class Layout:
-    """Builds a document's text and outline from blocks, in reading order."""
+    """Builds a document's text and outline from blocks, in reading order, within `limits` (the
+    characters and blocks a document may become; `path` names the file in the error)."""
 
+    path: str | Path = ""
+    limits: ReadLimits = DEFAULT_LIMITS
     title: str | None = None
     parts: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
@@ -63,12 +68,23 @@ class Layout:
     _kind: str = "text"
     _table: int | None = None
     _length: int = 0
+    _blocks: int = 0
+    _chars: int = 0
+
+    def _count(self, blocks: int, chars: int) -> None:
+        self._blocks += blocks
+        self._chars += chars
+        if self._blocks > self.limits.max_blocks:
+            raise self.limits.over(self.path, "max_blocks", "paragraphs, rows and notes")
+        if self._chars > self.limits.max_chars:
+            raise self.limits.over(self.path, "max_chars", "characters of text")
 
     def heading_block(self, text: str, level: int) -> None:
         """A heading of `level` (1 = outermost): it opens a section whose path ends with it."""
         text = clean(text).replace("\n", " ")
         if not text:
             return
+        self._count(1, len(text))
         self._close()
         level = max(level, 1)
         self.heading = [*self.heading[: level - 1], text]
@@ -80,15 +96,18 @@ class Layout:
         """A paragraph of the current section (empty ones are left out)."""
         text = clean(text)
         if text:
+            self._count(1, len(text))
             if self._kind != "text":
                 self._close()
             self._open.append(text)
 
     def table(self, rows: Sequence[Sequence[str]]) -> None:
         """A table: a section of its own, numbered in the document."""
+        self._count(len(rows), 0)
         lines = table_lines(rows)
         if not lines:
             return
+        self._count(0, sum(map(len, lines)))
         self._close()
         self.tables += 1
         self._kind, self._table = "table", self.tables

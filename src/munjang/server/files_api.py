@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, StrictStr
 
 from ..errors import MissingExtraError
-from ..ingest import ReadError, read_bytes, sniff
+from ..ingest import ReadError, ReadLimits, read_bytes, sniff
 from .compute import ComputeGate
 from .errors import APIError
 from .settings import ServerSettings
@@ -64,16 +64,20 @@ def add_file_routes(
 ) -> None:
     """Register the file-upload route on the (key-protected) /v1 router; `named` finds a served
     collection or answers 404. Reading the file runs under `gate`'s bounds, as every computing route."""
+    limits = ReadLimits(max_chars=settings.max_chars_per_input)
 
     @router.post("/collections/{name}/files", openapi_extra=body_schema(FileRequest))
     async def add_file(name: str, request: Request) -> dict[str, Any]:
-        """Read one uploaded file (type by content) and add it as a document with its outline."""
+        """Read one uploaded file (type by content) and add it as a document with its outline; the
+        document may be as long as any one input of the other routes (`max_chars_per_input`)."""
         target = await named(name)
         parsed = parse(FileRequest, await read_body(request, settings.max_body_bytes))
         raw, kind = decode_file(parsed)
         label = PurePosixPath(parsed.name.replace("\\", "/")).name or "upload"
         try:
-            doc = await gate.run(lambda _: read_bytes(raw, Path(label), kind, parsed.id or label), request)
+            doc = await gate.run(
+                lambda _: read_bytes(raw, Path(label), kind, parsed.id or label, limits), request
+            )
         except (ReadError, MissingExtraError) as e:
             raise APIError(400, str(e), "content", "unreadable_file") from None
         metadata = {**doc.metadata, **({"title": doc.title} if doc.title else {})}
