@@ -45,6 +45,7 @@ from .images_api import (
     decode_image_query,
     holds_images,
 )
+from .schemas import Text
 from .served_collection import ServedCollection
 from .served_encoders import share_served_encoder
 from .settings import ServerSettings
@@ -78,7 +79,7 @@ class CreateRequest(BaseModel):
 class DocumentIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: StrictStr
-    text: StrictStr
+    text: Text
     metadata: dict[str, Any] | None = None
 
 
@@ -95,7 +96,7 @@ class DeleteRequest(BaseModel):
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: StrictStr | None = Field(default=None, description="The query text (or give `image`).")
+    query: Text | None = Field(default=None, description="The query text (or give `image`).")
     image: StrictStr | None = Field(
         default=None, description="A query image, base64 or a data: URI, for a CLIP collection."
     )

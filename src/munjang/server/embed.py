@@ -69,6 +69,8 @@ def check_options(
     if request.instruction is not None:
         if request.prompt_name is not None:
             raise APIError(400, "send 'instruction' or 'prompt_name', not both", "instruction")
+        if is_blank(request.instruction):  # NULs and zero-width characters only, as the rerank route
+            raise APIError(400, "'instruction' must not be empty", "instruction", "empty_input")
         limit = settings.max_chars_per_input if settings is not None else None
         if limit is not None and len(request.instruction) > limit:
             message = f"'instruction' has {len(request.instruction)} characters, over the limit of {limit}"

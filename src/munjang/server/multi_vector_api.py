@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from ..encoders.m3.views import M3MultiVectorView
 from ..encoders.multi_vector import MultiVectorEncoder
 from .errors import APIError
+from .schemas import Text
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty, non_empty_text, parse
 
@@ -30,7 +31,7 @@ class MultiVectorRequest(BaseModel):
     """POST /v1/multi_vector_embeddings body."""
 
     model_config = ConfigDict(extra="ignore")
-    input: StrictStr | list[StrictStr]
+    input: Text | list[Text]
     input_type: Literal["query", "document"] = "document"
     model: StrictStr | None = None
 
@@ -39,8 +40,8 @@ class MultiVectorSimilarityRequest(BaseModel):
     """POST /v1/multi_vector_similarity body."""
 
     model_config = ConfigDict(extra="ignore")
-    query: StrictStr
-    documents: list[StrictStr]
+    query: Text
+    documents: list[Text]
     model: StrictStr | None = None
 
 

@@ -11,15 +11,27 @@
   `instruction` (text read before each input, sentence-transformers' `prompt=`: a decoder embedder's
   task, e.g. Qwen3-Embedding's "Instruct: ...\nQuery: "; counted in `usage`, bounded as inputs are).
 - `model` may be left out: the server's default (first) model answers.
+
+Every text a route reads (`Text`) is put in Unicode's composed form (NFC), as collections store it:
+the same Hangul sent decomposed (NFD, as macOS file names and some editors write it) would otherwise
+embed and match as other characters.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import unicodedata
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-EmbeddingInput = StrictStr | list[StrictStr] | list[StrictInt] | list[list[StrictInt]]
+
+def composed(text: str) -> str:
+    """`text` in Unicode's composed form (NFC)."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+Text = Annotated[StrictStr, AfterValidator(composed)]
+EmbeddingInput = Text | list[Text] | list[StrictInt] | list[list[StrictInt]]
 
 
 class EmbeddingRequest(BaseModel):
@@ -34,7 +46,7 @@ class EmbeddingRequest(BaseModel):
     user: StrictStr | None = None
     truncate: StrictBool = Field(default=True, description="Cut inputs at the model's token limit.")
     prompt_name: StrictStr | None = Field(default=None, description="One of the model's prompts.")
-    instruction: StrictStr | None = Field(
+    instruction: Text | None = Field(
         default=None, description="Text read before each input (in place of a prompt_name)."
     )
 

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from ..encoders.m3.views import M3SparseView
 from ..encoders.sparse.encoder import SparseEncoder, sparse_rows
 from .errors import APIError
+from .schemas import Text
 from .settings import ServerSettings
 from .text_api import body_schema, non_empty, parse
 
@@ -27,7 +28,7 @@ class SparseEmbeddingRequest(BaseModel):
     """POST /v1/sparse_embeddings body."""
 
     model_config = ConfigDict(extra="ignore")
-    input: StrictStr | list[StrictStr] = Field(description="A text or texts.")
+    input: Text | list[Text] = Field(description="A text or texts.")
     model: StrictStr | None = Field(default=None, description="A served sparse model (default: the first).")
     task: Literal["query", "document"] | None = Field(default=None, description="The query or document side.")
     top_k: StrictInt | None = Field(default=None, description="Keep each vector's N largest weights.")

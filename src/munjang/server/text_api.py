@@ -27,12 +27,13 @@ from .compute import CancelToken, ComputeGate
 from .embed import retry_after, wait_for_client
 from .errors import APIError, validation_error
 from .inputs import check_count, is_blank
+from .schemas import Text
 from .settings import ServerSettings
 
 
 class SimilarityInputs(BaseModel):
-    source_sentence: StrictStr
-    sentences: list[StrictStr]
+    source_sentence: Text
+    sentences: list[Text]
 
 
 class SimilarityRequest(BaseModel):
@@ -48,7 +49,7 @@ class TokenizeRequest(BaseModel):
     """POST /v1/tokenize body."""
 
     model_config = ConfigDict(extra="ignore")
-    inputs: StrictStr | list[StrictStr]
+    inputs: Text | list[Text]
     add_special_tokens: StrictBool = True
     model: StrictStr | None = None
 
@@ -57,13 +58,13 @@ class RerankRequest(BaseModel):
     """POST /v1/rerank body: `texts` (TEI) or `documents` (Cohere; strings or `{"text": ...}`)."""
 
     model_config = ConfigDict(extra="ignore")
-    query: StrictStr
-    texts: list[StrictStr] | None = None
-    documents: list[StrictStr | dict[str, StrictStr]] | None = None
+    query: Text
+    texts: list[Text] | None = None
+    documents: list[Text | dict[str, Text]] | None = None
     top_n: StrictInt | None = Field(default=None, description="Keep the best N (default: all).")
     return_documents: StrictBool = False
     model: StrictStr | None = None
-    instruction: StrictStr | None = Field(
+    instruction: Text | None = Field(
         default=None, description="The reranker's task (an LLM reranker reads it as its system prompt)."
     )
 
