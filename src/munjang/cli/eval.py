@@ -106,6 +106,31 @@ def eval_mteb(
         typer.echo(f"{row['task']:<40} {row['main_score'] * 100:7.2f}")
 
 
+def _evaluate(
+    models: list[str] | None,
+    device: str | None,
+    evaluator: Any,
+    columns: tuple[tuple[str, str | None], ...],
+    scale: float,
+    as_json: bool,
+    title: str,
+) -> tuple[Any, dict[str, float], float, dict[str, Any]] | None:
+    """`eval sts` and `eval retrieval` alike: with several --model, print their comparison under
+    `title` and return None; else (encoder, metrics, seconds, {"usage": ...} for a remote model or
+    {}) for the one model given, or the default."""
+    from .compare import compare, usage_of
+
+    if models and len(models) > 1:
+        compare(models, lambda m: load(m, device), evaluator, columns, scale, as_json, title)
+        return None
+    encoder = load(models[0] if models else None, device)
+    start = time.perf_counter()
+    metrics = evaluator(encoder)
+    seconds = time.perf_counter() - start
+    usage = usage_of(encoder)
+    return encoder, metrics, seconds, {"usage": usage} if usage is not None else {}
+
+
 @app.command("sts")
 def eval_sts(
     data: Annotated[
@@ -125,20 +150,15 @@ def eval_sts(
     from ..data import read_sts
     from ..evaluation import STSEvaluator
     from ..similarity import SIMILARITY_NAMES
-    from .compare import STS_COLUMNS, compare, usage_line, usage_of
+    from .compare import STS_COLUMNS, usage_line
 
     pairs = read_sts(data, data_format)
     evaluator = STSEvaluator.from_data(pairs, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt)
-    if model and len(model) > 1:
-        size = f"{len(pairs)} pairs"
-        compare(model, lambda m: load(m, device), evaluator, STS_COLUMNS, 100, as_json, f"{data}: {size}")
+    run = _evaluate(model, device, evaluator, STS_COLUMNS, 100, as_json, f"{data}: {len(pairs)} pairs")
+    if run is None:
         return
-    encoder = load(model[0] if model else None, device)
-    start = time.perf_counter()
-    metrics = evaluator(encoder)
-    seconds = time.perf_counter() - start
+    encoder, metrics, seconds, usage = run
     if as_json:
-        usage = {"usage": usage_of(encoder)} if usage_of(encoder) is not None else {}
         typer.echo(
             json.dumps(
                 {"data": str(data), "pairs": len(pairs), "seconds": seconds, **metrics, **usage}, indent=2
@@ -171,23 +191,19 @@ def eval_retrieval(
     With --model given several times: one row per model (remote ones with requests, tokens, cost)."""
     from ..data import load_beir
     from ..evaluation import InformationRetrievalEvaluator
-    from .compare import RETRIEVAL_COLUMNS, compare, usage_line, usage_of
+    from .compare import RETRIEVAL_COLUMNS, usage_line
 
     retrieval = load_beir(data, split)
     evaluator = InformationRetrievalEvaluator.from_data(
         retrieval, batch_size=batch_size, show_progress_bar=len(retrieval.corpus) > 1000
     )
     stats = retrieval.stats()
-    if model and len(model) > 1:
-        size = f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents"
-        compare(model, lambda m: load(m, device), evaluator, RETRIEVAL_COLUMNS, 1, as_json, size)
+    size = f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents"
+    run = _evaluate(model, device, evaluator, RETRIEVAL_COLUMNS, 1, as_json, size)
+    if run is None:
         return
-    encoder = load(model[0] if model else None, device)
-    start = time.perf_counter()
-    metrics = evaluator(encoder)
-    seconds = time.perf_counter() - start
+    encoder, metrics, seconds, usage = run
     if as_json:
-        usage = {"usage": usage_of(encoder)} if usage_of(encoder) is not None else {}
         typer.echo(json.dumps({"data": str(data), **stats, "seconds": seconds, **metrics, **usage}, indent=2))
         return
     typer.echo(f"{data}: {stats['evaluated_queries']} queries, {stats['corpus']} documents, {seconds:.1f} s")
