@@ -30,7 +30,7 @@ class Group(NamedTuple):
     modules: tuple[ModuleType, ...]
 
 
-# In the order `munjang --help` lists them (typer puts the top-level commands before the groups).
+# In the order `munjang --help` lists them.
 COMMANDS = (
     Group(None, None, (apps, topics, serve, train, adapt, encode, search, info, demo)),
     Group("eval", "Evaluate a model on a benchmark.", (evaluate,)),
@@ -47,18 +47,25 @@ COMMANDS = (
     ),
 )
 
-app = typer.Typer(
-    help="munjang (문장): sentence embeddings, similarity, search, reranking and STS evaluation.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-for group in COMMANDS:
-    target = app if group.name is None else typer.Typer(help=group.help, no_args_is_help=True)
-    for module in group.modules:
-        target.add_typer(module.app)  # no name: the module's commands join `target` as they are
-    if group.name is not None:
-        app.add_typer(target, name=group.name)
+
+def _app() -> typer.Typer:
+    """The `munjang` app, built from COMMANDS."""
+    app = typer.Typer(
+        help="munjang (문장): sentence embeddings, similarity, search, reranking and STS evaluation.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for group in COMMANDS:
+        target = app if group.name is None else typer.Typer(help=group.help, no_args_is_help=True)
+        for module in group.modules:
+            target.add_typer(module.app)  # no name: the module's commands join `target` as they are
+        if group.name is not None:
+            app.add_typer(target, name=group.name)
+    return app
+
+
+app = _app()
 
 
 def main() -> None:
