@@ -10,9 +10,10 @@ submodule, importing a name from a package an edge to its `__init__`. Two rules:
 3. Storage stays behind `Collection`: the backend modules (STORAGE) are imported only inside
    `munjang.search`, so the CLI, the server and the rest reach a collection's data through it.
 
-`search/` is three layers: `search.index` (arrays in, labels and scores out) sits low, beside the
-evaluators that use exact search; `search.storage` (the contract, its backends) and
-`search.collection` (Collection) above the cross-encoder.
+`search/` is layered: `search.index` (arrays in, labels and scores out) sits low, beside the
+evaluators that use exact search; `search.backends` (the storage contract, the backends),
+`search.followers` (in-process indexes that follow a store) and `search.collection` (Collection)
+above the cross-encoder.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
 
 
 # The backends and the indexes that follow a store: reached only through `Collection`. The
-# contract's vocabulary (storage.base) and the filter language (storage.filters) are not backends.
+# contract's vocabulary (backends.base) and the filter language (backends.filters) are not backends.
 STORAGE = {
     name
     for name in MODULES

@@ -1,1 +1,1 @@
-"""Tests of the `munjang` command (munjang/cli.py and the cli_*.py modules beside it)."""
+"""Tests of the `munjang` command (the `munjang.cli` package: one module per command group)."""

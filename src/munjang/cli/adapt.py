@@ -11,7 +11,10 @@ import typer
 
 from .options import DeviceOption, FieldOption, FormatOption, ModelOption
 
+app = typer.Typer()
 
+
+@app.command()
 def adapt(
     method: Annotated[str, typer.Argument(help="tsdae (denoising auto-encoder) or mlm (masked-LM).")],
     corpus: Annotated[

@@ -18,6 +18,8 @@ OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write JSON lines here instead of printing.")
 ]
 
+app = typer.Typer()
+
 
 def read_sentences(path: Path, field: str, input_format: str) -> list[str]:
     from ..data import read_texts
@@ -50,6 +52,7 @@ def emit_rows(rows: list[dict[str, Any]], output: Path | None) -> None:
     typer.echo(f"wrote {len(lines)} lines to {output}")
 
 
+@app.command("mine-paraphrases")
 def mine_paraphrases(
     sentences: SentencesArgument,
     model: ModelOption = None,
@@ -79,6 +82,7 @@ def mine_paraphrases(
         typer.echo(f"{score:.4f}  [{i}] {texts[i]}  <>  [{j}] {texts[j]}")
 
 
+@app.command("cluster")
 def cluster(
     sentences: SentencesArgument,
     model: ModelOption = None,
@@ -125,6 +129,7 @@ def cluster(
             typer.echo(f"    ... {len(group) - 5} more")
 
 
+@app.command("dedup")
 def dedup(
     sentences: SentencesArgument,
     model: ModelOption = None,
@@ -153,9 +158,3 @@ def dedup(
         for row in rows:
             typer.echo(row["text"])
     typer.echo(f"kept {len(keep)} of {len(texts)} sentences", err=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("mine-paraphrases")(mine_paraphrases)
-    app.command("cluster")(cluster)
-    app.command("dedup")(dedup)

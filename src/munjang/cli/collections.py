@@ -25,10 +25,14 @@ DirOption = Annotated[
 ]
 
 
+app = typer.Typer()
+
+
 class ConfirmationError(MunjangError):
     """A drop asked for no confirmation where none can be given (stdin is not a terminal)."""
 
 
+@app.command("list")
 def list_collections(
     context: typer.Context,
     folder: DirOption = None,
@@ -51,6 +55,7 @@ def list_collections(
         typer.echo(name)
 
 
+@app.command("drop")
 def drop(
     folder: FolderArgument,
     backend: BackendOption = None,
@@ -69,9 +74,3 @@ def drop(
             raise typer.Exit(1)
     Collection.drop(where, backend=backend)
     typer.echo(f"dropped {shown}")
-
-
-def register(index_app: typer.Typer) -> None:
-    """Add `list` and `drop` to `munjang index`."""
-    index_app.command("list")(list_collections)
-    index_app.command("drop")(drop)

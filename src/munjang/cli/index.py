@@ -12,11 +12,7 @@ from ..ingest import MAX_BYTES, SUFFIXES
 from .index_text import SCORE_LEGEND, resume_or_refuse, snippet, stage_scores, stopped
 from .options import BatchOption, DeviceOption, FieldOption, JsonLinesOption, ModelOption
 
-index_app = typer.Typer(
-    help="Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
-    "or in PostgreSQL + pgvector or Qdrant with --backend.",
-    no_args_is_help=True,
-)
+app = typer.Typer()
 
 FolderArgument = Annotated[
     Path, typer.Argument(help="The collection folder (with --backend: the collection's name).")
@@ -41,7 +37,7 @@ def _where(folder: Path, backend: str | None) -> Any:
     return folder if backend is None else str(folder)
 
 
-@index_app.command("create")
+@app.command("create")
 def create(
     folder: FolderArgument,
     backend: BackendOption = None,
@@ -146,7 +142,7 @@ AddFormatOption = Annotated[
 ]
 
 
-@index_app.command("add")
+@app.command("add")
 def add(
     folder: FolderArgument,
     paths: Annotated[
@@ -466,7 +462,7 @@ def _weights(text: str | None) -> list[float] | None:
         raise ValueError(f"--weights {text!r}: expected numbers separated by commas, e.g. 0.7,0.3") from None
 
 
-@index_app.command("search")
+@app.command("search")
 def search(
     folder: FolderArgument,
     query: Annotated[
@@ -561,7 +557,7 @@ def search(
         typer.echo(SCORE_LEGEND.get("hybrid" if hybrid else mode, "(score: higher is better)"))
 
 
-@index_app.command("delete")
+@app.command("delete")
 def delete(
     folder: FolderArgument,
     ids: Annotated[list[str], typer.Argument(help="Ids of the documents to delete.")],
@@ -576,7 +572,7 @@ def delete(
     typer.echo(f"deleted {removed}{note}; {total} documents left")
 
 
-@index_app.command("info")
+@app.command("info")
 def info(
     folder: FolderArgument,
     backend: BackendOption = None,

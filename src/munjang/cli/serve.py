@@ -14,6 +14,8 @@ import typer
 
 from .options import BackendOption, DeviceOption, PrecisionOption, ThreadsOption
 
+app = typer.Typer()
+
 SWITCH_INTERVAL_S = 0.001  # the interpreter-lock switch interval while serving (Python: 0.005)
 
 
@@ -50,6 +52,7 @@ def _named_models(
     return named
 
 
+@app.command()
 def serve(
     model: Annotated[
         list[str] | None,
@@ -234,16 +237,16 @@ def serve(
         background_choice=background,
         collection_builders=builders,
     )
-    app = create_app(settings)
+    web_app = create_app(settings)
     # Bound and listening before the address is printed: a client that follows it at once is
     # queued until the server accepts, never refused.
     listening = listening_socket(host, port)
     shown = f"[{host}]" if ":" in host else host
-    docs = "API docs: /docs" if app.state.docs else "OpenAPI schema: /openapi.json, with the key"
+    docs = "API docs: /docs" if web_app.state.docs else "OpenAPI schema: /openapi.json, with the key"
     typer.echo(f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 ({docs})")
     typer.echo(f"web page: http://{shown}:{port}/")
     uvicorn.run(
-        app,
+        web_app,
         fd=listening.fileno(),
         log_level="info",
         access_log=access_log,

@@ -20,6 +20,8 @@ from .options import (
     PromptNameOption,
 )
 
+app = typer.Typer()
+
 
 def parse_ngram(text: str) -> tuple[int, int]:
     """ "1-2" -> (1, 2), "2" -> (2, 2); ValueError naming the option otherwise."""
@@ -53,6 +55,7 @@ def _documents(texts: list[str] | None, file: Path | None, field: str, input_for
     return docs
 
 
+@app.command("keywords")
 def keywords(
     texts: Annotated[list[str] | None, typer.Argument(help="Documents (or use --file / stdin).")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Documents, one per line (.txt).")] = None,
@@ -103,6 +106,7 @@ def keywords(
             typer.echo(f"    {score:.4f}  {phrase}")
 
 
+@app.command("topics")
 def topics(
     sentences: SentencesArgument,
     model: ModelOption = None,
@@ -170,8 +174,3 @@ def topics(
         typer.echo(f"    words: {words}")
         for i in topic.representative_docs:
             typer.echo(f"    [{i}] {texts[i]}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("keywords")(keywords)
-    app.command("topics")(topics)

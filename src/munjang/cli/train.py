@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+app = typer.Typer()
+
 
 def _print_plan(info: dict[str, Any]) -> None:
     """The run as `munjang train` will do it: model, tasks, evaluators, steps, output folder."""
@@ -40,6 +42,7 @@ def _print_plan(info: dict[str, Any]) -> None:
     typer.echo(f"output     {info['output_dir']}")
 
 
+@app.command()
 def train(
     config: Annotated[Path, typer.Option("--config", "-c", help="Training config (YAML); see examples/.")],
     resume: Annotated[

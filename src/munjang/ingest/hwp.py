@@ -45,8 +45,6 @@ TAG_PARA_HEADER, TAG_PARA_TEXT, TAG_CTRL_HEADER, TAG_LIST_HEADER, TAG_TABLE = (
 PAGE_BREAK = 0x04
 # PARA_TEXT control characters that take 8 UTF-16 units (the code, 12 bytes of data, the code again).
 WIDE_CONTROLS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23})
-# ... of which these have a CTRL_HEADER record among the paragraph's children, in order.
-EXTENDED_CONTROLS = frozenset({1, 2, 3, 11, 12, 14, 15, 16, 17, 18, 21, 22, 23})
 CHARACTERS = {9: " ", 10: "\n", 24: "-", 30: " ", 31: " "}
 NOTES = {"fn  ": "각주", "en  ": "미주"}
 _OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d{1,3})$", re.IGNORECASE)

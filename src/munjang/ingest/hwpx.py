@@ -21,7 +21,6 @@ from .structure import Layout
 
 _SECTION = re.compile(r"^Contents/section(\d+)\.xml$")
 _OUTLINE_STYLE = re.compile(r"^(?:개요|outline|heading|제목)\s*(\d{1,3})$", re.IGNORECASE)
-SKIPPED = {"header", "footer", "hiddenComment", "fieldBegin", "fieldEnd", "secPr", "colPr", "linesegarray"}
 NOTES = {"footNote": "각주", "endNote": "미주"}
 
 

@@ -108,7 +108,7 @@ def _download(
                 "*/*.safetensors",
                 "*/*.txt",
                 "*.md",
-                # bge-m3's heads (read weights-only; see m3_encoder.py)
+                # bge-m3's heads (read weights-only; see encoders/m3/encoder.py)
                 "colbert_linear.pt",
                 "sparse_linear.pt",
             ],

@@ -111,11 +111,11 @@ class Transformer(Module):
         self._wants_token_type_ids = "token_type_ids" in getattr(tokenizer, "model_input_names", [])
         pad_id = tokenizer.pad_token_id
         self.pad_token_id: int = int(pad_id) if pad_id is not None else 0
-        # Set while an encoder has freed the weights (encoder_backend.py): reads them back.
+        # Set while an encoder has freed the weights (backend_selection.py): reads them back.
         self.restore_weights: Callable[[], None] | None = None
 
     def ensure_weights(self) -> None:
-        """Read back weights an encoder freed (encoder_backend.py); a no-op when they are in memory."""
+        """Read back weights an encoder freed (backend_selection.py); a no-op when they are in memory."""
         if self.restore_weights is not None:
             self.restore_weights()
 

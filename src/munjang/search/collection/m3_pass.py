@@ -9,7 +9,7 @@ batch of passages costs one transformer pass, not three, and each output is stor
 cache (embeddings, sparse_vectors, token_vectors) in the passage's transaction.
 
 The "m3" search mode scores the union of the three retrievers' candidates with bge-m3's combined
-score, `(w_dense·dense + w_sparse·sparse + w_colbert·colbert) / Σw` (`m3_encoder.combined_scores`,
+score, `(w_dense·dense + w_sparse·sparse + w_colbert·colbert) / Σw` (`encoders.m3.encoder.combined_scores`,
 weights 0.4 / 0.2 / 0.4 by default), from the stored vectors: dense and sparse exactly as the model
 gives them, ColBERT from the float16 token matrices the collection keeps.
 """

@@ -1,5 +1,5 @@
 """The in-process BM25 index saved beside a folder collection, so a new reader maps it instead of
-reading every stored token back (`live_lexical.LexicalIndex` with `files`).
+reading every stored token back (`lexical.LexicalIndex` with `files`).
 
     lexical/
       seg-F-E-XXXX.idx   one incremental-BM25 segment (texts F to E): its term table, postings, and

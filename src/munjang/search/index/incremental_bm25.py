@@ -73,7 +73,7 @@ class TermTable:
 class Segment:
     """Postings of the texts `first:end` (text numbers), sorted by term: for term `terms[i]` the
     texts `texts[ptr[i]:ptr[i + 1]]` with their term frequencies `tfs[...]`. `file`: where it is
-    saved (None: not yet), for an index kept on disk (`storage/lexical_files.py`)."""
+    saved (None: not yet), for an index kept on disk (`search/followers/lexical_files.py`)."""
 
     terms: TermTable
     ptr: np.ndarray

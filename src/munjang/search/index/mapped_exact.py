@@ -28,7 +28,7 @@ class MappedExactIndex:
         self._base_labels, self._base = labels, vectors
         self._dead = np.zeros(len(labels), dtype=bool)
         self._n_dead = 0
-        # What was added since the save: in memory, or a saved tail mapped in turn (storage/dense_tail.py).
+        # What was added since the save: in memory, or a saved tail mapped in turn (followers/dense_tail.py).
         self.tail: ExactIndex | MappedExactIndex = ExactIndex(dim, metric)
 
     @classmethod

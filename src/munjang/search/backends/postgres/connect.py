@@ -1,6 +1,6 @@
-"""Connecting to PostgreSQL for a collection: the URL (recognised, redacted for messages), a
+"""Connecting to PostgreSQL for a collection: the URL (redacted for messages), a
 connection with pgvector registered, the collections a database holds, and which errors are the
-database's. The store itself is `postgres_store.py`."""
+database's. The store itself is `store.py`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ...._util.extras import install_hint
 from ..base import CollectionError
-
-URL_SCHEMES = ("postgres", "postgresql")
-
-
-def is_postgres_url(value: object) -> bool:
-    """True for a `postgresql://` (or `postgres://`) connection URL."""
-    return isinstance(value, str) and urlsplit(value).scheme in URL_SCHEMES
 
 
 def redact(url: str) -> str:

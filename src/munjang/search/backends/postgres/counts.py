@@ -21,7 +21,7 @@ COLUMNS = ", ".join(DEFINITIONS)
 
 
 class PostgresStore(Protocol):
-    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
+    """What these functions need of `store.PostgresStore` (named without importing it,
     which imports this module)."""
 
     conn: Any

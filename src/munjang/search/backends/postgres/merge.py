@@ -7,7 +7,7 @@ its rows pass, in constant memory. Joining the terms with their postings instead
 of every matching passage: at 1M passages 1.8 times as long for BM25 and spilled to disk
 (bench/postgres_bm25.py), 1.4-1.9 times for heavy and typical SPLADE queries over 100,000 passages,
 where a light one pays under a millisecond more (bench/postgres_sparse_sum.py). BM25
-(`postgres_lexical.py`) and SPLADE (`postgres_sparse.py`) both sum this way.
+(`lexical.py`) and SPLADE (`sparse.py`) both sum this way.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chun
 
 
 class PostgresStore(Protocol):
-    """What the upgrade needs of `postgres_store.PostgresStore` (named without importing it,
+    """What the upgrade needs of `store.PostgresStore` (named without importing it,
     which imports this module)."""
 
     conn: Any
