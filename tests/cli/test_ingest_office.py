@@ -10,6 +10,7 @@ import pytest
 
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.sections import describe, location
+from tests.helpers import hostile_files as hostile
 from tests.helpers import office_files as office
 from tests.helpers.cli import run_cli
 from tests.helpers.files import write
@@ -27,6 +28,8 @@ BAD = {
     "a/drm.hwp": (office.hwp(office.SAMPLE, flags=0x11), "DRM-protected HWP"),
     "b/zero.docx": (b"", "empty file"),
     "b/broken.hwpx": (office.hwpx(office.SAMPLE)[:300], "corrupt HWPX"),
+    "b/version.docx": (hostile.zip_version(office.docx(office.SAMPLE)), "unsupported DOCX zip"),
+    "c/span.docx": (hostile.docx_grid_span(), "max_columns"),
 }
 
 
@@ -54,9 +57,9 @@ def stored(where: str) -> dict[str, dict]:
 
 def test_mixed_folder(col: str, folder: Path, capsys, monkeypatch) -> None:
     code, out, err = run_cli(["index", "add", col, str(folder)], capsys, monkeypatch)
-    assert code == 1 and "added 6, updated 0, skipped 0, failed 4;" in out
+    assert code == 1 and "added 6, updated 0, skipped 0, failed 6;" in out
     lines = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(lines) == 4 and "Traceback" not in err
+    assert len(lines) == len(BAD) and "Traceback" not in err
     for name, (_, message) in BAD.items():
         assert any(name in line and message in line for line in lines), name
     meta = stored(col)
@@ -67,7 +70,7 @@ def test_mixed_folder(col: str, folder: Path, capsys, monkeypatch) -> None:
         hit = next(h for h in c.search("장비비 2025년 예산", k=10, unit="passage") if h.id == "a/plan.hwpx")
         assert "구분: 장비비" in hit.text and describe(location(hit.metadata, hit.start)) == "p. 1, 표 1"
     code, out, _ = run_cli(["index", "add", col, str(folder)], capsys, monkeypatch)
-    assert code == 1 and "added 0, updated 0, skipped 6, failed 4;" in out
+    assert code == 1 and "added 0, updated 0, skipped 6, failed 6;" in out
 
 
 def test_a_failure_mid_way_keeps_what_was_committed(col: str, folder: Path, capsys, monkeypatch) -> None:
@@ -89,7 +92,7 @@ def test_a_failure_mid_way_keeps_what_was_committed(col: str, folder: Path, caps
     assert sorted(stored(col)) == ["a/plan.hwp", "a/plan.hwpx"]
     monkeypatch.setattr(munjang.ingest, "read_file", read_file)
     code, out, _ = run_cli(["index", "add", col, str(folder)], capsys, monkeypatch)
-    assert code == 1 and "added 4, updated 0, skipped 2, failed 4;" in out
+    assert code == 1 and "added 4, updated 0, skipped 2, failed 6;" in out
     assert sorted(stored(col)) == sorted(GOOD)
 
 
@@ -105,5 +108,5 @@ def test_missing_reader_library_is_one_file_s_error(col: str, folder: Path, caps
 
     monkeypatch.setattr(munjang._util.extras.importlib, "import_module", without_pptx)
     code, out, err = run_cli(["index", "add", col, str(folder)], capsys, monkeypatch)
-    assert code == 1 and "added 5, updated 0, skipped 0, failed 5;" in out
+    assert code == 1 and "added 5, updated 0, skipped 0, failed 7;" in out
     assert any("deck.pptx" in line and "pip install 'munjang[files]'" in line for line in err.splitlines())
