@@ -85,3 +85,18 @@ def test_the_map_route_centres_each_script(encoder, tmp_path):
     _, vectors = Collection.open(tmp_path / "demo", encoder=encoder).sample(2000)
     assert shares(project_2d(vectors, "pca")[0], langs) > 0.95  # uncentred, this model splits them
     assert shares(coords, langs) < 0.85
+
+
+def test_asking_whether_umap_is_installed_does_not_import_it() -> None:
+    """The map route asks on the server's event loop before it refuses a request; importing umap-learn
+    (numba) there stalled every other route for seconds."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from munjang.applications.projection import umap_available; "
+        "found = umap_available(); print(found, 'umap' in sys.modules, 'numba' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    found, umap_imported, numba_imported = out.split()
+    assert found == str(umap_available()) and umap_imported == numba_imported == "False"

@@ -27,10 +27,9 @@ METHODS = ("auto", "pca", "umap")
 
 
 def umap_available() -> bool:
-    try:
-        return importlib.util.find_spec("umap.umap_") is not None
-    except ModuleNotFoundError:
-        return False
+    """Whether umap-learn is installed, without importing it: its import takes seconds (numba), and a
+    server asks this on its event loop before it refuses a request."""
+    return importlib.util.find_spec("umap") is not None
 
 
 def script_groups(texts: Sequence[str]) -> list[str]:
