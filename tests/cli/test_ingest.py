@@ -172,3 +172,24 @@ def test_explicit_bad_paths(col: str, tmp_path: Path, capsys, monkeypatch) -> No
         code == 2
         and "no .txt, .md, .markdown, .html, .htm, .pdf, .hwp, .hwpx, .docx, .pptx, .xlsx files" in err
     )
+
+
+def test_a_record_that_is_not_utf8_is_one_error_line_and_the_rest_are_added(
+    col: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    lines = [f'{{"id": "{i}", "text": "문서 {i}번의 본문"}}' for i in range(10)]
+    lines[6] = '{"id": "6", "text": "\\udc80 깨진 문자"}'
+    records = write(tmp_path / "docs.jsonl", "\n".join(lines) + "\n")
+    code, out, err = run_cli(["index", "add", col, str(records)], capsys, monkeypatch)
+    assert code == 1 and "added 9, updated 0, skipped 0, failed 1" in out
+    errors = [line for line in error_lines(err) if line.startswith("error:")]
+    assert errors == [
+        f"error: {records} line 7: not UTF-8 text (a byte that is not UTF-8, or a lone surrogate)"
+    ]
+
+
+def test_an_argument_that_is_not_utf8_is_one_error_line(col: str, capsys, monkeypatch) -> None:
+    query = b"\xff\xfe".decode("utf-8", "surrogateescape")  # what Python makes of such bytes in argv
+    code, out, err = run_cli(["index", "search", col, query], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert error_lines(err) == ["error: argument 4 is not UTF-8 text: b'??'"]

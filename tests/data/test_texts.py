@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,25 @@ def test_missing_file_and_bad_bytes(tmp_path) -> None:
         read_texts(tmp_path / "bin.txt")
     with pytest.raises(ValueError, match="unknown text format"):
         read_texts(tmp_path / "bin.txt", format="xml")
+
+
+def test_a_line_that_is_not_utf8_is_named_and_with_on_error_only_it_is_left_out(tmp_path: Path) -> None:
+    """A lone surrogate (a JSON escape, or a byte that is not UTF-8) reached the tokenizer as a type
+    error naming no line, and the add stored none of the file's records."""
+    from munjang.data import read_records
+
+    jsonl = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"id": str(i), "text": f"문장 {i}"}) for i in range(10)]
+    lines[3] = '{"id": "3", "text": "\\ud800 외톨이"}'
+    jsonl.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"docs.jsonl line 4: not UTF-8"):
+        read_records(jsonl)
+    errors: list[DataFormatError] = []
+    records = read_records(jsonl, on_error=errors.append)
+    assert [r.id for r in records] == [str(i) for i in range(10) if i != 3]
+    assert len(errors) == 1 and "line 4" in str(errors[0])
+    txt = tmp_path / "lines.txt"
+    txt.write_bytes("첫째\n둘째\n".encode() + b"\xff\xfe bad\n")
+    with pytest.raises(DataFormatError, match=r"lines.txt line 3: not UTF-8"):
+        read_records(txt)
+    assert [r.text for r in read_records(txt, on_error=errors.append)] == ["첫째", "둘째"]

@@ -211,9 +211,14 @@ def add(
         return
     from ..data import read_records
 
-    records, ids = [], []
+    records, ids, unreadable = [], [], []
+
+    def skip(error: Exception) -> None:  # the record's line named, the others added
+        typer.echo(f"error: {error}", err=True)
+        unreadable.append(error)
+
     for path in paths:
-        found = read_records(path, input_format, field, id_field=id_field)
+        found = read_records(path, input_format, field, id_field=id_field, on_error=skip)
         records += found
         ids += [r.id if r.id is not None else f"{path.name}:{r.line}" for r in found]
     if not records:
@@ -238,9 +243,12 @@ def add(
             raise
         total = len(col)
     typer.echo(
-        f"added {result.added}, updated {result.updated}, skipped {result.skipped} "
-        f"(encoded {result.encoded}, the rest from the cache); {total} documents in {col.location}"
+        f"added {result.added}, updated {result.updated}, skipped {result.skipped}"
+        + (f", failed {len(unreadable)}" if unreadable else "")
+        + f" (encoded {result.encoded}, the rest from the cache); {total} documents in {col.location}"
     )
+    if unreadable:
+        raise typer.Exit(1)
 
 
 # Document files: read and added this many at a time (fewer when their text passes FILE_BATCH_CHARS), so an

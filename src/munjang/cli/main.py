@@ -73,6 +73,12 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    for i, arg in enumerate(sys.argv[1:], start=1):  # a byte that is not UTF-8 arrives as a lone surrogate
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            typer.echo(f"error: argument {i} is not UTF-8 text: {arg.encode('utf-8', 'replace')!r}", err=True)
+            sys.exit(2)
     try:
         app()
     except KeyboardInterrupt:

@@ -1,5 +1,7 @@
 """Reading sentences to encode or index: plain text (one per line), JSON Lines, CSV or TSV with a text
-column; as texts alone, or as records with an id and metadata (the other fields)."""
+column; as texts alone, or as records with an id and metadata (the other fields). A line that is not
+UTF-8 (a stray byte, or a JSON escape of a lone surrogate, which no tokenizer or database can take) is
+an error naming the file and line: the whole read's, or with `on_error` that record's alone."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import gzip
 import io
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +45,11 @@ def read_texts(path: str | os.PathLike[str], format: str = "auto", field: str = 
 
 
 def read_records(
-    path: str | os.PathLike[str], format: str = "auto", field: str = "text", id_field: str | None = "id"
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    field: str = "text",
+    id_field: str | None = "id",
+    on_error: Callable[[DataFormatError], None] | None = None,
 ) -> list[TextRecord]:
     """Records from `path`, in file order.
 
@@ -53,7 +60,8 @@ def read_records(
     - csv / tsv: a header row; `field` names the text column, `id_field` the id column if there is
       one, the other columns are metadata (as text). TSV is read without quote handling.
 
-    A malformed line raises `DataFormatError` naming the file and line.
+    A malformed line raises `DataFormatError` naming the file and line; with `on_error`, a line that
+    is not UTF-8 is passed to it and left out instead, and the rest are read.
     """
     path = Path(path)
     if not path.is_file():
@@ -64,18 +72,36 @@ def read_records(
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataFormatError(f"{path}: not UTF-8 text (byte {e.start})") from e
+    text = raw.decode("utf-8-sig", errors="surrogateescape")  # a bad byte: a lone surrogate, found per line
     if kind == "txt":
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        return [TextRecord(line.removesuffix("\r"), line=n) for n, line in enumerate(lines, start=1)]
-    if kind == "jsonl":
-        return _jsonl(path, text, field, id_field)
-    return _delimited(path, text, field, id_field, "," if kind == "csv" else "\t")
+        found = [TextRecord(line.removesuffix("\r"), line=n) for n, line in enumerate(lines, start=1)]
+    elif kind == "jsonl":
+        found = _jsonl(path, text, field, id_field)
+    else:
+        found = _delimited(path, text, field, id_field, "," if kind == "csv" else "\t")
+    return [record for record in found if _utf8(record, path, on_error)]
+
+
+def _utf8(record: TextRecord, path: Path, on_error: Callable[[DataFormatError], None] | None) -> bool:
+    """Whether the record's text, id and metadata are UTF-8 (no lone surrogate); if not, its error is
+    raised, or passed to `on_error`."""
+    try:
+        if not record.text.isascii():
+            record.text.encode("utf-8")
+        if record.metadata or record.id:
+            json.dumps([record.id, record.metadata], ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        error = DataFormatError(
+            f"{path} line {record.line}: not UTF-8 text (a byte that is not UTF-8, or a lone surrogate)"
+        )
+    if on_error is None:
+        raise error
+    on_error(error)
+    return False
 
 
 def _jsonl(path: Path, text: str, field: str, id_field: str | None) -> list[TextRecord]:
