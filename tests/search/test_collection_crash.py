@@ -25,6 +25,18 @@ def _start_writer(folder: Path, round_number: int, words: int = 6) -> subprocess
     return start_writer(str(folder), str(round_number), str(round_number), str(words))
 
 
+def _first_commits(proc: subprocess.Popen[str], documents: int) -> str:
+    """The writer's output up to the commit that brings it to `documents` committed documents."""
+    assert proc.stdout is not None
+    lines, count = [], 0
+    while count < documents:
+        line = proc.stdout.readline()
+        assert line, f"the writer stopped before committing {documents} documents"
+        lines.append(line)
+        count += len(line.split()) - 1 if line.startswith("committed ") else 0
+    return "".join(lines)
+
+
 @pytest.mark.parametrize("rounds", [4, pytest.param(20, marks=pytest.mark.slow)])
 def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder, rounds: int) -> None:
     # 4 kills in the default suite (about 6 s each; the suite must stay under 15 minutes), 20 with -m slow.
@@ -35,19 +47,23 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encode
     searches = 0
     for round_number in range(rounds):
         proc = _start_writer(folder, round_number)
+        # Wait for the writer's first commits (events: a slow or busy machine commits later), then
+        # kill it at a random moment after them, while a reader in this process searches.
+        early = _first_commits(proc, documents=6)
         deadline = time.monotonic() + rng.uniform(0.05, 2.5)
-        # A reader in this process searches while the writer adds.
         with Collection.open(folder, encoder=encoder, readonly=True) as reader:
-            seen = 0
-            while time.monotonic() < deadline:
+            seen = round_searches = 0
+            while time.monotonic() < deadline or round_searches < 6:
                 hits = reader.search("고양이 시장 guitar", k=5, mode="hybrid")
                 assert len(hits) <= 5
                 count = len(reader)
                 assert count >= seen
                 seen = count
-                searches += 1
+                round_searches += 1
+        searches += round_searches
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
+        out = early + out
         assert proc.returncode == -signal.SIGKILL
         for line in out.splitlines():
             if line.startswith("committed "):
