@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from concurrent.futures import CancelledError
 from typing import Any
 
 import httpx
@@ -106,6 +107,14 @@ def test_full_queue_is_503_with_retry_after_and_counted(gated) -> None:
     assert [r.status_code for r in results] == [200]
 
 
+def drained(batcher: DynamicBatcher) -> None:
+    """Wait for the event, not a time: the batcher has computed the held batch and emptied its queue
+    (a busy machine takes longer to get there)."""
+    give_up = time.monotonic() + 60
+    while (batcher.stats.batches < 1 or batcher.queue_depth) and time.monotonic() < give_up:
+        time.sleep(0.02)
+
+
 def post_in_thread(url: str, text: str) -> threading.Thread:
     thread = threading.Thread(
         target=lambda: httpx.post(f"{url}/v1/embeddings", json={"input": text}, timeout=30)
@@ -125,7 +134,7 @@ def test_a_request_past_its_deadline_is_dropped(gated) -> None:
     assert late.headers["retry-after"] == "1" and 0.6 <= time.monotonic() - started < 3
     gate.open.set()
     blocker.join(10)
-    time.sleep(0.2)
+    drained(batcher)
     assert batcher.stats.cancelled == 1 and batcher.queue_depth == 0
     late_ids = tuple(batcher.encoder.token_ids(["deadline"])[0]["input_ids"][0])
     assert all(late_ids not in batch for batch in gate.seen), "the expired request was encoded"
@@ -145,7 +154,7 @@ def test_a_departed_clients_work_is_dropped(gated) -> None:
     time.sleep(0.5)
     gate.open.set()  # well before the 30 s deadline: only the disconnect can have dropped it
     blocker.join(10)
-    time.sleep(0.2)
+    drained(batcher)
     assert batcher.stats.cancelled == 1 and batcher.queue_depth == 0
     gone = tuple(batcher.encoder.token_ids(["gone"])[0]["input_ids"][0])
     assert all(gone not in batch for batch in gate.seen), "the departed client's text was encoded"
@@ -236,3 +245,90 @@ def test_connections_that_never_finish_their_headers_are_closed(encoder, monkeyp
         time.sleep(0.6)
         assert silent.recv(10) == b"" and trickle.recv(10) == b"", "the server kept them open"
         silent.close(), trickle.close()
+
+
+class Slow:
+    """A model that takes `seconds` a batch (so its speed is at most a batch's tokens / `seconds`),
+    waiting first at a gate that is open unless closed, and records the rows it computed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.open, self.entered, self.seen = seconds, threading.Event(), threading.Event(), []
+        self.open.set()
+
+    def __call__(self, encoded: dict[str, list[list[int]]], **options: Any) -> np.ndarray:
+        self.entered.set()
+        self.open.wait(30)
+        time.sleep(self.seconds)
+        self.seen.append([tuple(ids) for ids in encoded["input_ids"]])
+        return np.zeros((len(encoded["input_ids"]), 384), np.float32)
+
+
+def test_a_request_expected_to_wait_past_its_limit_is_refused_at_arrival(encoder) -> None:
+    """Admission by expected wait (the subject is the batcher: a fake slow model): requests are taken
+    while the measured speed says they will be done within `max_queue_wait_s`, the next is refused
+    at once with the seconds the queue needs to drain, and every admitted one is answered."""
+    model = Slow(0.2)
+    batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=model, max_queue_wait_s=2.0)
+    batcher.submit(["속도를 한 번 재는 요청"]).result(30)
+    rate = batcher.throughput.tokens_per_s
+    assert rate is not None and rate > 0
+    model.open.clear()
+    text = "차례를 기다리는 긴 요청 " * 8
+    tokens = len(encoder.token_ids([text])[0]["input_ids"][0])
+    admitted = []
+    with pytest.raises(QueueFullError, match="would wait about") as refused:
+        while len(admitted) < 1000:
+            admitted.append(batcher.submit([text]))
+    queued = batcher.queued_tokens
+    assert admitted and (queued + tokens) / rate > 2.0 >= (queued - tokens) / rate
+    assert refused.value.retry_after == pytest.approx(max(1.0, queued / rate))
+    with pytest.raises(QueueFullError, match="would wait about"):  # a deadline closer than the limit
+        batcher.submit_tokenized(encoder.token_ids(["짧은 요청"])[0], deadline=time.monotonic() + 0.001)
+    assert batcher.stats.refused_wait == 2 and batcher.stats.refused_full == 0
+    model.open.set()
+    assert all(f.result(60).shape == (1, 384) for f in admitted)
+    batcher.close()
+
+
+def test_a_request_whose_deadline_passes_while_queued_is_never_computed(encoder) -> None:
+    model = Slow(0.0)
+    batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=model)
+    model.open.clear()
+    blocker = batcher.submit(["먼저 온 요청"])
+    assert model.entered.wait(30)  # its batch waits at the gate
+    deadline = time.monotonic() + 0.2
+    late = batcher.submit_tokenized(encoder.token_ids(["늦은 요청"])[0], deadline=deadline)
+    while time.monotonic() <= deadline:  # the deadline passes while it is queued
+        time.sleep(0.05)
+    model.open.set()
+    assert blocker.result(30).shape == (1, 384)
+    with pytest.raises(CancelledError):
+        late.result(30)
+    late_ids = tuple(encoder.token_ids(["늦은 요청"])[0]["input_ids"][0])
+    assert all(late_ids not in batch for batch in model.seen)
+    assert batcher.stats.expired == 1 and batcher.queued_tokens == 0
+    batcher.close()
+
+
+def test_an_embeddings_request_expected_to_wait_too_long_is_503_at_once(encoder, monkeypatch) -> None:
+    model = Slow(0.2)
+    monkeypatch.setattr(encoder, "encode_tokenized", model)  # what the app's batcher computes with
+    app = create_app(ServerSettings(models={"mini": encoder}, max_queue_wait_s=1.0))
+    batcher = app.state.batchers["mini"]
+    with live_server(app) as url:
+        assert httpx.post(f"{url}/v1/embeddings", json={"input": "재는 요청"}, timeout=30).status_code == 200
+        model.open.clear()
+        model.entered.clear()
+        blocker = post_in_thread(url, "x")
+        assert model.entered.wait(30)  # the blocker's batch waits at the gate
+        long = httpx.post(f"{url}/v1/embeddings", json={"input": "아주 긴 요청 " * 200}, timeout=30)
+        assert long.status_code == 503 and long.json()["error"]["code"] == "queue_full"
+        assert "would wait about" in long.json()["error"]["message"] and int(long.headers["retry-after"]) >= 1
+        metrics = httpx.get(f"{url}/metrics").text
+        assert 'munjang_batcher_requests{model="mini",outcome="refused_wait"} 1.0' in metrics
+        speed = next(
+            line for line in metrics.splitlines() if line.startswith("munjang_batcher_tokens_per_second{")
+        )
+        assert float(speed.split()[-1]) == pytest.approx(batcher.throughput.tokens_per_s)
+        model.open.set()
+        blocker.join(30)

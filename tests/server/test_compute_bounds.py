@@ -147,3 +147,46 @@ def test_map_is_bounded(encoder, tmp_path, monkeypatch) -> None:  # type: ignore
         assert refused.status_code == 400 and refused.json()["error"]["param"] == "limit"
         auto = http.post("/v1/collections/main/map", json={"limit": 20})
         assert auto.status_code == 200 and auto.json()["method"] == "pca" and len(auto.json()["points"]) == 20
+
+
+def test_the_compute_gate_refuses_a_job_expected_to_wait_past_its_limit() -> None:
+    """Admission by expected wait behind the gate: by the measured time of a job, a request that
+    would wait for a worker longer than `max_wait_s` is refused at once with a Retry-After, within
+    the queue bound."""
+    gate = ComputeGate(workers=1, max_queued=50, timeout_s=30, max_wait_s=1.0)
+    release = threading.Event()
+
+    def job(_: CancelToken) -> str:
+        time.sleep(0.2)
+        return "done"
+
+    def held(_: CancelToken) -> str:
+        release.wait(30)
+        return "held"
+
+    async def scenario() -> tuple[list[str], APIError]:
+        assert await gate.run(job) == "done"  # one job measured
+        one = gate.job_time.seconds_for(1)
+        assert one is not None and one >= 0.2
+        tasks = [asyncio.ensure_future(gate.run(held))]
+        await asyncio.sleep(0)
+        refused = None
+        while refused is None and len(tasks) < 50:
+            try:
+                gate.admit()  # as the next request would be
+                gate.release()
+                tasks.append(asyncio.ensure_future(gate.run(job)))
+                await asyncio.sleep(0)
+            except APIError as e:
+                refused = e
+        assert refused is not None
+        waiting = gate.in_flight - gate.workers
+        assert waiting * one <= 1.0 < (waiting + 1) * one
+        release.set()
+        return list(await asyncio.gather(*tasks)), refused
+
+    results, refused = asyncio.run(scenario())
+    assert results[0] == "held" and set(results[1:]) <= {"done"}
+    assert refused.status == 503 and "would wait about" in str(refused) and gate.refused_wait == 1
+    assert int(refused.headers["Retry-After"]) >= 1
+    gate.close()

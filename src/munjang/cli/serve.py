@@ -99,6 +99,14 @@ def serve(
     request_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds an embeddings request may wait and run; then 503.")
     ] = 30.0,
+    max_queue_wait: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Seconds a request may be expected to wait (by the model's measured speed); past it: "
+            "503 at once, with Retry-After.",
+        ),
+    ] = 10.0,
     max_collections: Annotated[int, typer.Option(min=1, help="Most collections served at once.")] = 100,
     max_connections: Annotated[
         int, typer.Option(min=1, help="Most open connections and requests; past it new ones get 503.")
@@ -229,6 +237,7 @@ def serve(
         max_queued_tokens=max_queued_tokens,
         max_queued_requests=max_queued_requests,
         request_timeout_s=request_timeout,
+        max_queue_wait_s=max_queue_wait,
         max_collections=max_collections,
         host=host,
         port=port,

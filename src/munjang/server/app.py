@@ -145,12 +145,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
             compute=[p.encode_tokenized for p in processes[name]] if name in processes else None,
             max_queued_requests=settings.max_queued_requests,
             max_queued_tokens=settings.max_queued_tokens,
+            max_queue_wait_s=settings.max_queue_wait_s,
         )
         for name, encoder in settings.models.items()
     }
 
     collections = open_served(settings)
-    gate = ComputeGate(settings.compute_threads, settings.max_queued_compute, settings.request_timeout_s)
+    gate = ComputeGate(
+        settings.compute_threads,
+        settings.max_queued_compute,
+        settings.request_timeout_s,
+        settings.max_queue_wait_s,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

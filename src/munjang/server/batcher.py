@@ -8,11 +8,14 @@ pieces between the small ones and cannot starve them. Requests with different en
 (prompt, truncation, dimensions) never share a batch. The batch is computed by the encoder in
 this process, or by an `EncoderProcess` holding the same model (`compute`).
 
-The queue is bounded by requests and by tokens (`max_queued_requests`, `max_queued_tokens`): a
-request that would pass either bound is refused at once with `QueueFullError` (the server answers
-503 with Retry-After), so waiting work never grows past what the model clears in a bounded time. A
-job whose future is cancelled (its client left, or its deadline passed) is dropped before its next
-rows are encoded.
+Admission is by expected wait: the batcher keeps a moving estimate of the tokens per second its
+model clears (`Throughput`, measured on every batch), and a request whose tokens, behind those
+queued, would not be encoded before its deadline (or `max_queue_wait_s`) is refused at arrival with
+`QueueFullError` and the seconds the queue needs to drain, which the server sends as Retry-After (a
+503): on a slow CPU the client learns at once, instead of timing out on work accepted for nobody.
+The bounds by requests and by tokens (`max_queued_requests`, `max_queued_tokens`) stay as hard
+ceilings. A job whose future is cancelled (its client left) or whose deadline passes while it waits
+is dropped before its next rows are encoded, and counted (`BatcherStats`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,32 @@ from ..inference.memory import release_freed_memory
 
 
 class QueueFullError(MunjangError):
-    """The batcher's queue is at its bound; try again later."""
+    """The batcher cannot take the request now; `retry_after` is the seconds its queue needs to drain."""
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Throughput:
+    """A moving estimate of the tokens per second a model clears, from the batches it ran: each
+    batch moves the estimate a `weight` of the way to its own rate, so a model that speeds up (its
+    automatic backend chosen) or slows down (a busier machine) is followed within a few batches."""
+
+    def __init__(self, weight: float = 0.3) -> None:
+        self.weight = weight
+        self.tokens_per_s: float | None = None
+
+    def observe(self, tokens: int, seconds: float) -> None:
+        if tokens <= 0 or seconds <= 0:
+            return
+        rate = tokens / seconds
+        known = self.tokens_per_s
+        self.tokens_per_s = rate if known is None else known + self.weight * (rate - known)
+
+    def seconds_for(self, tokens: int) -> float | None:
+        """How long `tokens` take at the estimate, or None before any batch was measured."""
+        return None if self.tokens_per_s is None else tokens / self.tokens_per_s
 
 
 @dataclass
@@ -43,13 +71,16 @@ class _Job:
     options: dict[str, Any]
     key: Hashable
     future: Future[np.ndarray]
+    deadline: float | None = None  # time.monotonic() past which nobody waits for it
     next: int = 0
     parts: dict[int, np.ndarray] = field(default_factory=dict)  # first row -> its vectors
 
 
 @dataclass
 class BatcherStats:
-    """Counters for /metrics: batches run, rows and tokens encoded, the largest queue seen."""
+    """Counters for /metrics: batches run, rows and tokens encoded, the largest queue seen, requests
+    admitted and refused (by expected wait, or at a hard bound), and dropped (client gone, deadline
+    passed while queued)."""
 
     batches: int = 0
     rows: int = 0
@@ -57,6 +88,9 @@ class BatcherStats:
     requests: int = 0
     max_queue_depth: int = 0
     cancelled: int = 0
+    expired: int = 0
+    refused_wait: int = 0
+    refused_full: int = 0
     batch_rows: list[int] = field(default_factory=list)
 
 
@@ -72,10 +106,12 @@ class DynamicBatcher:
         compute: Callable[..., np.ndarray] | Sequence[Callable[..., np.ndarray]] | None = None,
         max_queued_requests: int | None = None,
         max_queued_tokens: int | None = None,
+        max_queue_wait_s: float | None = None,
     ) -> None:
         """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
         same method of an `EncoderProcess` holding this model. Given several (one per model
-        process), each gets a thread of its own and batches run side by side."""
+        process), each gets a thread of its own and batches run side by side. `max_queue_wait_s`:
+        the longest a request may be expected to wait, whatever its deadline."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
@@ -90,6 +126,8 @@ class DynamicBatcher:
         self.max_tokens = max_tokens
         self.max_queued_requests = max_queued_requests
         self.max_queued_tokens = max_queued_tokens
+        self.max_queue_wait_s = max_queue_wait_s
+        self.throughput = Throughput()
         self.queued_tokens = 0
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
@@ -123,9 +161,17 @@ class DynamicBatcher:
         return self.submit_tokenized(encoded, prompt_length=prompt_length, **options)
 
     def submit_tokenized(
-        self, encoded: dict[str, list[list[int]]], *, prompt_length: int = 0, **options: Any
+        self,
+        encoded: dict[str, list[list[int]]],
+        *,
+        prompt_length: int = 0,
+        deadline: float | None = None,
+        **options: Any,
     ) -> Future[np.ndarray]:
-        """Queue inputs tokenized already (`transformer.tokenize` output, prompt included)."""
+        """Queue inputs tokenized already (`transformer.tokenize` output, prompt included).
+        `deadline` (`time.monotonic()`): when nobody waits for the vectors any more; a request that
+        would not be encoded by then, or within `max_queue_wait_s`, is refused (QueueFullError), and
+        one still queued then is dropped."""
         future: Future[np.ndarray] = Future()
         lengths = [len(ids) for ids in encoded["input_ids"]]
         if not lengths:
@@ -133,29 +179,52 @@ class DynamicBatcher:
             return future
         options = {"prompt_length": prompt_length, **options}
         key = tuple(sorted((k, repr(v)) for k, v in options.items()))
-        job = _Job(encoded, lengths, options, key, future)
+        job = _Job(encoded, lengths, options, key, future, deadline)
         tokens = sum(lengths)
         with self._cond:
             if self._closed:
                 raise RuntimeError("the batcher is closed")
             self._drop_cancelled()
-            if self.max_queued_requests is not None and len(self._jobs) >= self.max_queued_requests:
-                raise QueueFullError(f"{len(self._jobs)} requests are queued, the most this model takes")
-            if (
-                self.max_queued_tokens is not None
-                and self._jobs
-                and self.queued_tokens + tokens > self.max_queued_tokens
-            ):
-                raise QueueFullError(
-                    f"{self.queued_tokens:,} tokens are queued; {tokens:,} more would pass the bound "
-                    f"of {self.max_queued_tokens:,}"
-                )
+            self._admit(tokens, deadline)
             self.queued_tokens += tokens
             self._jobs.append(job)
             self.stats.requests += 1
             self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._jobs))
             self._cond.notify()
         return future
+
+    def _admit(self, tokens: int, deadline: float | None) -> None:
+        """Refuse a request of `tokens` that a hard bound or its expected wait rules out (call
+        holding the lock). Past the request bound, an empty queue takes any request: alone, it
+        waits for nothing."""
+        drain = self.throughput.seconds_for(self.queued_tokens)
+        retry = max(1.0, drain / len(self._threads)) if drain is not None else 1.0
+        if self.max_queued_requests is not None and len(self._jobs) >= self.max_queued_requests:
+            self.stats.refused_full += 1
+            message = f"{len(self._jobs)} requests are queued, the most this model takes"
+            raise QueueFullError(message, retry)
+        if not self._jobs:
+            return
+        if self.max_queued_tokens is not None and self.queued_tokens + tokens > self.max_queued_tokens:
+            self.stats.refused_full += 1
+            raise QueueFullError(
+                f"{self.queued_tokens:,} tokens are queued; {tokens:,} more would pass the bound "
+                f"of {self.max_queued_tokens:,}",
+                retry,
+            )
+        expected = self.throughput.seconds_for(self.queued_tokens + tokens)
+        left = None if deadline is None else deadline - time.monotonic()
+        limits = [s for s in (self.max_queue_wait_s, left) if s is not None]
+        if expected is None or not limits:
+            return
+        expected = expected / len(self._threads) + self.max_wait
+        if expected > min(limits):
+            self.stats.refused_wait += 1
+            raise QueueFullError(
+                f"{self.queued_tokens:,} tokens are queued: this request would wait about "
+                f"{expected:.1f} s, past its {min(limits):.1f} s",
+                retry,
+            )
 
     def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
         """`submit` and wait."""
@@ -213,10 +282,17 @@ class DynamicBatcher:
         self.queued_tokens -= sum(job.lengths)
 
     def _drop_cancelled(self) -> None:
-        """Forget jobs nobody waits for any more (call holding the lock)."""
-        for job in [j for j in self._jobs if j.future.cancelled()]:
-            self._remove(job)
-            self.stats.cancelled += 1
+        """Forget jobs nobody waits for any more (call holding the lock): cancelled ones, and those
+        whose deadline passed before all their rows were taken (never computed for nobody)."""
+        now = time.monotonic()
+        for job in list(self._jobs):
+            if job.future.cancelled():
+                self._remove(job)
+                self.stats.cancelled += 1
+            elif job.deadline is not None and now > job.deadline and job.next < len(job.lengths):
+                self._remove(job)
+                self.stats.expired += 1
+                job.future.cancel()
 
     def _run(self, compute: Callable[..., np.ndarray]) -> None:
         while True:
@@ -253,6 +329,7 @@ class DynamicBatcher:
         elapsed = time.perf_counter() - started
         tokens = sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
         with self._cond:
+            self.throughput.observe(tokens, elapsed)
             self.stats.batches += 1
             self.stats.rows += rows
             self.stats.tokens += tokens

@@ -1,10 +1,13 @@
 """Bounded work off the event loop, for every route that computes outside the embeddings batcher
 (rerank, tokenize, map, similarity on whole-text models).
 
-The same three bounds as `/v1/embeddings`:
+The same bounds as `/v1/embeddings`:
 - **a queue bound**: at most `workers` jobs run and `max_queued` wait; past that a request is
   refused at once with 503 and Retry-After, so waiting work never grows past what clears in a
   bounded time;
+- **admission by expected wait**: the gate keeps a moving estimate of how long a job takes, and a
+  request that would wait behind the jobs before it longer than `max_wait_s` (or its deadline) is
+  refused at arrival the same way, with Retry-After saying when a worker will be free;
 - **the request deadline**: a request still unanswered after `request_timeout_s` is answered 503;
 - **cancellation**: when the deadline passes or the client leaves, a job not yet started never
   runs, and a running one stops at its next step (work that loops checks its `CancelToken`).
@@ -17,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from starlette.requests import Request
 
+from .batcher import Throughput
 from .embed import retry_after, wait_for_client
 from .errors import APIError
 
@@ -55,11 +60,17 @@ class CancelToken:
 class ComputeGate:
     """Runs jobs on `workers` threads with at most `max_queued` waiting (see the module docstring)."""
 
-    def __init__(self, workers: int, max_queued: int, timeout_s: float) -> None:
+    def __init__(
+        self, workers: int, max_queued: int, timeout_s: float, max_wait_s: float | None = None
+    ) -> None:
         if workers < 1 or max_queued < 0:
             raise ValueError("workers must be at least 1 and max_queued at least 0")
+        self.workers = workers
         self.limit = workers + max_queued
         self.timeout_s = timeout_s
+        self.max_wait_s = timeout_s if max_wait_s is None else min(max_wait_s, timeout_s)
+        self.job_time = Throughput()  # jobs per second: its inverse is the mean job's seconds
+        self.refused_wait = 0
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="munjang-compute")
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -71,11 +82,22 @@ class ComputeGate:
             return self._in_flight
 
     def admit(self) -> None:
-        """Count one more job, or 503 with Retry-After when the bound is reached."""
+        """Count one more job, or 503 with Retry-After when the bound is reached or the job would
+        wait, behind those before it, past `max_wait_s`."""
         with self._lock:
+            ahead = self._in_flight - self.workers + 1  # jobs to finish before a worker is free
+            one = self.job_time.seconds_for(1)
+            wait = 0.0 if one is None or ahead <= 0 else one * ahead / self.workers
             if self._in_flight >= self.limit:
                 message = f"the server is busy ({self._in_flight} requests computing or waiting)"
-                raise APIError(503, message, None, "queue_full", retry_after())
+                raise APIError(503, message, None, "queue_full", retry_after(wait))
+            if wait > self.max_wait_s:
+                self.refused_wait += 1
+                message = (
+                    f"the server is busy: this request would wait about {wait:.1f} s behind "
+                    f"{self._in_flight} others, past {self.max_wait_s:.1f} s"
+                )
+                raise APIError(503, message, None, "queue_full", retry_after(wait))
             self._in_flight += 1
 
     def release(self) -> None:
@@ -87,11 +109,7 @@ class ComputeGate:
         when the client leaves (the token is cancelled either way)."""
         token = CancelToken()
 
-        def job() -> T:
-            token.check()
-            return fn(token)
-
-        return await self.run_on(self._pool, job, http, token)
+        return await self.run_on(self._pool, lambda: fn(token), http, token)
 
     async def run_on(
         self,
@@ -103,13 +121,24 @@ class ComputeGate:
         """`fn()` on another executor (a collection's own thread) under this gate's bound and
         deadline; a job still waiting there when its request is abandoned never runs."""
         self.admit()
+        token = token or CancelToken()
+
+        def job() -> T:
+            token.check()  # abandoned while it waited: never run
+            started = time.monotonic()
+            try:
+                return fn()
+            finally:
+                with self._lock:
+                    self.job_time.observe(1, time.monotonic() - started)
+
         try:
-            future: Future[T] = pool.submit(fn)
+            future: Future[T] = pool.submit(job)
         except BaseException:
             self.release()
             raise
         future.add_done_callback(lambda _: self.release())
-        return await self.wait(future, token or CancelToken(), http)
+        return await self.wait(future, token, http)
 
     async def wait(self, future: Future[T], token: CancelToken, http: Request | None) -> T:
         """The future's result within the deadline, cancelling `token` if the request is abandoned."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -210,14 +211,19 @@ async def wait_for_client(future: Future[T], http: Request | None, deadline: flo
             raise APIError(503, "the request ran past its deadline", None, "deadline_exceeded", retry_after())
         done, _ = await asyncio.wait({waiting}, timeout=min(POLL_S, remaining))
         if done:
+            if waiting.cancelled():  # dropped from a queue once its deadline passed
+                raise APIError(
+                    503, "the request ran past its deadline", None, "deadline_exceeded", retry_after()
+                )
             return waiting.result()
         if http is not None and await http.is_disconnected():
             waiting.cancel()
             raise APIError(400, "the client disconnected", None, "client_disconnected")
 
 
-def retry_after() -> dict[str, str]:
-    return {"Retry-After": str(RETRY_AFTER_S)}
+def retry_after(seconds: float = RETRY_AFTER_S) -> dict[str, str]:
+    """The Retry-After header: whole seconds, at least one."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
 
 
 async def embed_batched(
@@ -239,9 +245,11 @@ async def embed_batched(
     deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
     prepared = await run_in_threadpool(prepare, request, encoder, settings)
     try:
-        future = batcher.submit_tokenized(prepared.encoded, **prepared.options)
+        future = batcher.submit_tokenized(prepared.encoded, deadline=deadline, **prepared.options)
     except QueueFullError as e:
-        raise APIError(503, f"the model is busy: {e}", None, "queue_full", retry_after()) from None
+        raise APIError(
+            503, f"the model is busy: {e}", None, "queue_full", retry_after(e.retry_after)
+        ) from None
     vectors = await wait_for_client(future, http, deadline)
     if len(vectors) > INLINE_RESPONSE_ROWS:
         return await run_in_threadpool(respond, request, name, vectors, prepared.tokens)

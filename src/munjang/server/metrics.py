@@ -30,6 +30,19 @@ def _depth_of(batcher: DynamicBatcher) -> Callable[[], float]:
     return lambda: float(batcher.queue_depth)
 
 
+# BatcherStats fields shown as munjang_batcher_requests{outcome}: "admitted" is its `requests`.
+OUTCOMES = {"admitted": "requests", "refused_wait": "refused_wait", "refused_full": "refused_full",
+            "expired": "expired", "cancelled": "cancelled"}  # fmt: skip
+
+
+def _count_of(batcher: DynamicBatcher, outcome: str) -> Callable[[], float]:
+    return lambda: float(getattr(batcher.stats, OUTCOMES[outcome]))
+
+
+def _speed_of(batcher: DynamicBatcher) -> Callable[[], float]:
+    return lambda: float(batcher.throughput.tokens_per_s or 0.0)
+
+
 class ServerMetrics:
     """The app's metrics; `install` adds the timing middleware and the /metrics route."""
 
@@ -53,8 +66,24 @@ class ServerMetrics:
             "munjang_rejected", "Requests refused before any work", ["reason"], registry=reg
         )
         queue = Gauge("munjang_queue_depth", "Requests waiting or being encoded", ["model"], registry=reg)
+        admission = Gauge(
+            "munjang_batcher_requests",
+            "Requests per model by what became of them at the queue: admitted, refused by expected "
+            "wait or at a hard bound, dropped when their deadline passed while queued or their client left",
+            ["model", "outcome"],
+            registry=reg,
+        )
+        speed = Gauge(
+            "munjang_batcher_tokens_per_second",
+            "The moving estimate of a model's speed that admission by expected wait uses (0: none yet)",
+            ["model"],
+            registry=reg,
+        )
         for name, batcher in batchers.items():
             queue.labels(model=name).set_function(_depth_of(batcher))
+            for outcome in OUTCOMES:
+                admission.labels(model=name, outcome=outcome).set_function(_count_of(batcher, outcome))
+            speed.labels(model=name).set_function(_speed_of(batcher))
             batcher.on_batch = self._batch_observer(name)
 
     def _batch_observer(self, model: str) -> Callable[[int, int, float], None]:

@@ -31,6 +31,9 @@ class ServerSettings:
     up to that many tokens, waiting at most that long for company (see `server.batcher`).
     `max_queued_requests` / `max_queued_tokens`: per model, the most requests and tokens waiting to
     be encoded; past either a request is refused with 503 and Retry-After instead of queuing.
+    `max_queue_wait_s`: a request that would wait longer than this (or than its deadline) before its
+    work is done, by the measured speed of what it queues behind, is refused at arrival the same way,
+    with Retry-After saying when the queue will have drained (`server.batcher`, `server.compute`).
     `request_timeout_s`: a request that computes (embeddings, similarity, rerank, tokenize, search,
     map) still unanswered after this long is dropped (503), as is one whose client has gone, and
     its remaining work is not done. `compute_threads` / `max_queued_compute`: the routes that compute
@@ -67,6 +70,9 @@ class ServerSettings:
     max_queued_requests: int = 256
     max_queued_tokens: int = 65_536
     request_timeout_s: float = 30.0
+    # Below the timeouts clients commonly set (10-30 s; bench/server_overload.py's 15 s): a request
+    # expected to wait longer is refused at arrival (503 + Retry-After) rather than answered late.
+    max_queue_wait_s: float = 10.0
     compute_threads: int = 2
     max_queued_compute: int = 32
     max_tokenize_tokens: int = 65_536

@@ -205,9 +205,11 @@ def add_text_routes(
             encoder.token_ids, texts, prompt_name=parsed.prompt_name, truncate=True
         )
         try:
-            future = batchers[name].submit_tokenized(encoded, prompt_length=prompt_length)
+            future = batchers[name].submit_tokenized(encoded, prompt_length=prompt_length, deadline=deadline)
         except QueueFullError as e:
-            raise APIError(503, f"the model is busy: {e}", None, "queue_full", retry_after()) from None
+            raise APIError(
+                503, f"the model is busy: {e}", None, "queue_full", retry_after(e.retry_after)
+            ) from None
         vectors = await wait_for_client(future, request, deadline)
         return scores_of(encoder, vectors)
 
