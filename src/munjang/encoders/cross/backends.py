@@ -5,7 +5,8 @@
   decoder and two head rows, traced into one graph (`inference/pair_scores.py`, `causal_scores.py`),
   built on first use and rebuilt when the weights change;
 - "auto": the fastest of those that keeps torch fp32's scores, measured once per model and machine and
-  cached (`score_autotune.py`); torch fp32 once the weights were trained in this process.
+  cached (`inference/autotune.py` with `score_autotune.py`'s metric); torch fp32 once the weights were
+  trained in this process.
 
 Once a graph is compiled, torch's copy of the transformer weights is released (the graph holds its
 own), so a model on OpenVINO costs its weights once; whatever needs them again (the torch backend, a
@@ -26,11 +27,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ...inference.autotune import Choice, choose
 from ...inference.causal_scores import OpenVINOCausalScorer
 from ...inference.pair_scores import OpenVINOPairScorer, OpenVINOScorer
 from ...inference.weights_state import optimizer_generation, weights_state
 from ...modules.causal_lm import CausalLMTransformer
-from .score_autotune import ScoreChoice, choose
+from .score_autotune import SCORES
 
 BACKENDS = ("torch", "openvino", "auto")
 PROBE_PAIRS = [("probe query", "a probe document of a few words"), ("질의", "짧은 문서")]
@@ -62,7 +64,7 @@ class ScoreBackends:
         self.backend, self.precision = "torch", "fp32"
         self.backend_threads: int | None = None
         self._scorers: dict[str, OpenVINOScorer] = {}  # precision -> its graph
-        self._auto_choice: ScoreChoice | None = None
+        self._auto_choice: Choice | None = None
         self._auto_baseline: tuple[int, Any] | None = None
         self._auto_lock = threading.Lock()
         # name -> (shape, dtype, checksum) of the transformer's weights while they are released
@@ -98,13 +100,13 @@ class ScoreBackends:
         choice = self.auto_choice()
         return choice.backend, choice.precision
 
-    def auto_choice(self) -> ScoreChoice:
+    def auto_choice(self) -> Choice:
         """What "auto" chose for this model on this machine, with the measurements."""
         with self._auto_lock:
             if self._auto_choice is None:
                 self._measuring = True  # torch's weights stay while the candidates alternate
                 try:
-                    self._auto_choice = choose(self._measure, self._fingerprint(), self.device)
+                    self._auto_choice = choose(self._measure, self._fingerprint(), self.device, metric=SCORES)
                 finally:
                     self._measuring = False
                 for precision in [p for p in self._scorers if p != self._auto_choice.precision]:
