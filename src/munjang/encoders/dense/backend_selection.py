@@ -14,7 +14,6 @@ process never holds both. Whatever needs them again (the torch backend, an expor
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import threading
@@ -28,7 +27,7 @@ import torch
 from ...inference.autotune import Choice, cached_choice, choose
 from ...inference.backends import build_backend, resolve_backend
 from ...inference.base import BACKENDS, TokenBackend
-from ...inference.memory import release_freed_memory
+from ...inference.torch_weights import TorchWeights
 from ...inference.weights_state import optimizer_generation, weights_state
 from ...modules import Transformer
 
@@ -95,25 +94,23 @@ class BackendSelection:
         self._auto_choice: dict[str, Choice] = {}  # device -> the measured choice
         self._auto_lock = threading.Lock()
         self._auto_baseline: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
-        # name -> (shape, dtype) of the torch weights while they are released (release_torch_weights)
-        self._released: dict[str, tuple[torch.Size, torch.dtype]] | None = None
-        # (optimizer generation, weights state) when the weights were last the model folder's
-        self._folder_state: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
+        # torch's copy of the transformer weights: still the folder's? released? (release_torch_weights)
+        self.torch_weights = TorchWeights()
 
     def remember_folder(self, folder: Path) -> None:
         """Record that the weights now in memory are the ones in `folder` (what `load_encoder` read):
         only then may they be freed and read back from it."""
         self.model_folder = folder
         if isinstance(self.input_module, Transformer):
-            self._folder_state = (optimizer_generation(), weights_state(self._weights()))
+            self.torch_weights.mark_from_folder(self.transformer.auto_model)
 
     def _weights_from_folder(self) -> bool:
         """Whether the weights in memory are still the model folder's (none changed them since)."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             return True
-        if self.model_folder is None or self._folder_state is None:
+        if self.model_folder is None or not isinstance(self.input_module, Transformer):
             return False
-        return weights_state(self._weights()) == self._folder_state[1]  # any in-place edit or step
+        return self.torch_weights.from_folder(self.transformer.auto_model)  # any in-place edit or step
 
     def set_backend(self, backend: str | None = None, precision: str | None = None, **options: Any) -> None:
         """Choose what `encode` runs on by default: `backend` auto | torch | onnx | openvino and
@@ -183,7 +180,7 @@ class BackendSelection:
         (OpenVINO, ONNX Runtime), which holds its own: a served model then costs its weights once.
         The first call that needs them again (the torch backend, an export) reads them back from the
         model folder. True when released; a model without a folder, or on torch, keeps them."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             return True
         if not self._weights_from_folder() or self.configuration()[0] == "torch":
             return False
@@ -191,25 +188,21 @@ class BackendSelection:
         return True
 
     def _release(self) -> None:
-        """Swap every transformer weight for an empty tensor (shapes kept to check the read-back)."""
-        model = self.transformer.auto_model
-        self._released = {name: (p.shape, p.dtype) for name, p in model.named_parameters()}
-        for parameter in model.parameters():
-            parameter.data = torch.empty(0, dtype=parameter.dtype)
+        """Swap every transformer weight for an empty tensor (shapes and checksums kept to check the
+        read-back); the transformer reads them back before anything uses them."""
+        self.torch_weights.release(self.transformer.auto_model)
         self.transformer.restore_weights = self.restore_torch_weights
-        gc.collect()
-        release_freed_memory()
 
     def restore_torch_weights(self) -> None:
         """Read freed torch weights back from the model folder (a no-op when they are in memory)."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             self._restore_torch_weights()
 
     def _release_before_compile(self, name: str, precision: str) -> Callable[[], None] | None:
         """What `build_backend` runs before compiling (name, precision): free torch's weights, when the
         backend is OpenVINO and what `encode` runs on by default (so no call needs torch meanwhile)
         and the weights are the folder's to read back. None when they are to stay."""
-        if name != "openvino" or self._released is not None or not self._weights_from_folder():
+        if name != "openvino" or self.torch_weights.is_released or not self._weights_from_folder():
             return None
         if self.backend_name == AUTO and self.precision == AUTO:
             known = self._auto_choice.get(str(self.device))
@@ -221,28 +214,25 @@ class BackendSelection:
         return self._release
 
     def _restore_torch_weights(self) -> None:
-        """Read the released weights back from the model folder, checked against what was released."""
+        """Read the released weights back from the model folder, checked against the shapes and
+        checksums of what was released."""
         from ..formats import read_encoder_folder
 
-        released = self._released
-        assert released is not None and self.model_folder is not None
-        dtype = next(iter(released.values()))[1]
-        options = {"trust_remote_code": False, "dtype": dtype, "max_seq_length": None}
-        modules, _ = read_encoder_folder(
-            self.model_folder, {**options, "model_kwargs": None, "tokenizer_kwargs": None}
-        )
-        transformer = modules[0]
-        if not isinstance(transformer, Transformer):
-            raise RuntimeError(f"{self.model_folder} no longer holds a transformer model")
-        fresh = dict(transformer.auto_model.named_parameters())
-        for name, parameter in self.transformer.auto_model.named_parameters():
-            shape, kind = released[name]
-            if name not in fresh or fresh[name].shape != shape:
-                raise RuntimeError(f"{self.model_folder} changed since its weights were released ({name})")
-            parameter.data = fresh[name].data.to(kind)
-        self._released = None
+        folder = self.model_folder
+        assert folder is not None
+
+        def read(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+            options = {"trust_remote_code": False, "dtype": dtype, "max_seq_length": None}
+            modules, _ = read_encoder_folder(
+                folder, {**options, "model_kwargs": None, "tokenizer_kwargs": None}
+            )
+            transformer = modules[0]
+            if not isinstance(transformer, Transformer):
+                raise RuntimeError(f"{folder} no longer holds a transformer model")
+            return dict(transformer.auto_model.named_parameters())
+
+        self.torch_weights.restore(self.transformer.auto_model, read, folder)
         self.transformer.restore_weights = None
-        self._folder_state = (optimizer_generation(), weights_state(self._weights()))
 
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""
@@ -269,7 +259,7 @@ class BackendSelection:
         found = self._backends.get(key)
         if found is not None and name != "torch" and self._trained_since(key):
             found = None
-        if self._released is not None and (found is None or name == "torch"):
+        if self.torch_weights.is_released and (found is None or name == "torch"):
             self._restore_torch_weights()
         if found is None:
             release = self._release_before_compile(name, prec)
@@ -345,7 +335,7 @@ class BackendSelection:
         now = optimizer_generation()
         if now == generation:
             return False, record
-        if self._released is not None:  # freed weights take no optimizer steps: another model's
+        if self.torch_weights.is_released:  # freed weights take no optimizer steps: another model's
             return False, (now, state)
         if weights_state(self._weights()) != state:
             return True, record

@@ -142,7 +142,8 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         return super().state_dict(*args, **kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        if getattr(self, "_released", None) is not None:
+        weights = getattr(self, "torch_weights", None)  # nn.Module's own set-up moves before it exists
+        if weights is not None and weights.is_released:
             self.restore_torch_weights()
         return super()._apply(fn, recurse)
 
@@ -189,7 +190,7 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
     def _parameter_count(self) -> int:
         """How many weights the model has, counting freed ones (encoder_backend.py) at their shape."""
         held = sum(p.numel() for _, p in nn.Module.named_parameters(self))  # freed ones hold none
-        return held + sum(shape.numel() for shape, _ in (self._released or {}).values())
+        return held + self.torch_weights.released_count()
 
     # -- encoding ------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str], prompt: str = "") -> dict[str, Any]:
