@@ -27,7 +27,7 @@ from ...modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Trans
 from ...modules.clip import CLIPModel
 from ...modules.pipeline import replace_pooling
 from ..formats import SIMILARITY_FUNCTIONS, EncoderSettings, read_encoder_folder, write_modules
-from ..settings import prompt_text
+from ..settings import prompt_text, side_prompt_name
 from .backend_selection import BackendSelection, normalized
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -473,6 +473,32 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
                 bar.update(len(global_rows))
 
         return sentence_out, token_out
+
+    def encode_query(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` for search queries: with the model's "query" prompt when it has one and the
+        caller names none (as sentence-transformers does); otherwise exactly `encode`."""
+        name = side_prompt_name(self.prompts, "query", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
+
+    def encode_document(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` for the documents searched: with the model's "document" prompt, else its
+        "passage" (e5) or "corpus" prompt, when it has one and the caller names none."""
+        name = side_prompt_name(self.prompts, "document", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
 
     def similarity(self, a: Any, b: Any) -> Any:
         """Similarity matrix between two sets of embeddings, with the model's similarity function."""
