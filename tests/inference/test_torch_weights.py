@@ -118,3 +118,38 @@ def test_an_encoder_reads_back_what_it_released(isolated_cache, tmp_path: Path) 
     np.testing.assert_array_equal(encoder.encode(TEXTS, backend="torch", precision="fp32"), exact)
     again = {name: checksum(p) for name, p in encoder.transformer.auto_model.named_parameters()}
     assert again == held
+
+
+def test_weights_read_back_are_not_taken_for_trained_ones(isolated_cache, tmp_path: Path) -> None:
+    """Read back, the weights hold the same values at new addresses: an exported graph built before
+    stays in use when another model trains afterwards (it was rebuilt, as if trained)."""
+    folder = tiny_bert(tmp_path / "bert", dropout=0.0)
+    encoder = munjang.load_encoder(folder, backend="onnx", precision="fp32")
+    graph = encoder.backend()
+    assert encoder.release_torch_weights()
+    encoder.encode(TEXTS, backend="torch", precision="fp32")  # read back
+    assert not encoder.torch_weights.is_released
+    other = nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(other.parameters(), lr=0.1)
+    other(torch.ones(1, 2)).sum().backward()
+    optimizer.step()  # another model's step: this one's weights did not change
+    assert encoder.backend() is graph
+    model = encoder.transformer.auto_model
+    changed, _ = encoder.torch_weights.changed_since(encoder.torch_weights.record(model), model)
+    assert not changed
+    with torch.no_grad():
+        next(iter(model.parameters())).add_(0.1)  # an in-place edit, then a step: changed
+    optimizer.step()
+    assert encoder.backend() is not graph
+
+
+def test_changed_since_tells_steps_of_this_model_from_others() -> None:
+    model, other, weights = small_model(), small_model(1), TorchWeights()
+    record = weights.record(model)
+    for net in (other, model):
+        net(torch.ones(1, 4)).sum().backward()
+    torch.optim.SGD(other.parameters(), lr=0.1).step()
+    changed, record = weights.changed_since(record, model)
+    assert not changed
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
+    assert weights.changed_since(record, model)[0]

@@ -12,7 +12,10 @@ One lifecycle for encoders (`encoders/dense/backend_selection.py`) and cross-enc
   swaps it for an empty tensor and returns the memory to the system;
 - `restore(model, read, source)` reads the weights back (`read(dtype)` gives name -> tensor, from the
   folder) and refuses any whose name, shape or checksum differs from the released one: a folder
-  rewritten meanwhile is an error, not a silent change of model.
+  rewritten meanwhile is an error, not a silent change of model;
+- `record(model)` / `changed_since(record, model)`: whether an optimizer changed the weights since
+  something was built from them (the automatic choice, an exported graph). Weights read back hold
+  the same values at new addresses, so a holder re-records what it keeps after `restore`.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import torch
 from torch import Tensor, nn
 
 from .memory import release_freed_memory
-from .weights_state import weights_state
+from .weights_state import optimizer_generation, weights_state
 
 Checksum = tuple[float, float]
+# (optimizer generation, weights state): when something was built from the weights (`record`).
+Record = tuple[int, tuple[tuple[int, int, int], ...]]
 # The checksums of a weight read back and of the one released agree to this relative tolerance: the
 # same values summed in another order (another device, thread count) differ in the last bits only.
 CHECKSUM_TOLERANCE = 1e-9
@@ -107,3 +112,20 @@ class TorchWeights:
         self.released = None
         self.mark_from_folder(model)
         return True
+
+    def record(self, model: nn.Module) -> Record:
+        """The weights as they are now, to ask `changed_since` later."""
+        return optimizer_generation(), weights_state(list(model.parameters()))
+
+    def changed_since(self, record: Record, model: nn.Module) -> tuple[bool, Record]:
+        """Whether `model`'s weights changed since `record`, and the record to keep: moved on to the
+        current generation when only other models were trained (a cheap check next time)."""
+        generation, state = record
+        now = optimizer_generation()
+        if now == generation:
+            return False, record
+        if self.released is not None:  # released weights take no optimizer steps: another model's
+            return False, (now, state)
+        if weights_state(list(model.parameters())) != state:
+            return True, record
+        return False, (now, state)

@@ -30,8 +30,7 @@ from torch import Tensor, nn
 from ...inference.autotune import Choice, choose
 from ...inference.causal_scores import OpenVINOCausalScorer
 from ...inference.pair_scores import OpenVINOPairScorer, OpenVINOScorer
-from ...inference.torch_weights import TorchWeights
-from ...inference.weights_state import optimizer_generation, weights_state
+from ...inference.torch_weights import Record, TorchWeights
 from ...modules.causal_lm import CausalLMTransformer
 from .score_autotune import SCORES
 
@@ -66,7 +65,7 @@ class ScoreBackends:
         self.backend_threads: int | None = None
         self._scorers: dict[str, OpenVINOScorer] = {}  # precision -> its graph
         self._auto_choice: Choice | None = None
-        self._auto_baseline: tuple[int, Any] | None = None
+        self._auto_baseline: Record | None = None
         self._auto_lock = threading.Lock()
         # torch's copy of the transformer weights: all the folder's? released? (release_torch_weights)
         self.torch_weights = TorchWeights()
@@ -86,7 +85,7 @@ class ScoreBackends:
         self.backend, self.backend_threads = backend, threads
         self.precision = "auto" if backend == "auto" else precision
         if backend == "auto" and self._auto_baseline is None:
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(self.transformer.auto_model)
         if backend == "torch":
             self._restore_torch_weights()
             self._scorers.clear()  # each holds a copy of the weights
@@ -223,23 +222,16 @@ class ScoreBackends:
 
         self.torch_weights.restore(model, read, folder)
         if self._auto_baseline is not None:  # the same values at new addresses: not trained
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(model)
         for scorer in self._scorers.values():
             scorer.hold = False
             scorer.rebase()
 
-    def _weights(self) -> list[Tensor]:
-        return list(self.transformer.parameters())
-
     def _trained_since_auto(self) -> bool:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
-        if self._auto_baseline is None or self.torch_weights.is_released:
+        if self._auto_baseline is None:
             return False
-        generation, state = self._auto_baseline
-        now = optimizer_generation()
-        if now == generation:
-            return False
-        if weights_state(self._weights()) != state:
-            return True
-        self._auto_baseline = (now, state)
-        return False
+        changed, self._auto_baseline = self.torch_weights.changed_since(
+            self._auto_baseline, self.transformer.auto_model
+        )
+        return changed

@@ -27,8 +27,7 @@ import torch
 from ...inference.autotune import Choice, cached_choice, choose
 from ...inference.backends import build_backend, resolve_backend
 from ...inference.base import BACKENDS, TokenBackend
-from ...inference.torch_weights import TorchWeights
-from ...inference.weights_state import optimizer_generation, weights_state
+from ...inference.torch_weights import Record, TorchWeights
 from ...modules import Transformer
 
 if TYPE_CHECKING:
@@ -90,10 +89,10 @@ class BackendSelection:
         # (backend, precision, device, options) -> the backend built for them, and the optimizer
         # generation and weights state it was built under (exported graphs hold a copy of the weights)
         self._backends: dict[tuple[Any, ...], TokenBackend] = {}
-        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
+        self._built_under: dict[tuple[Any, ...], Record] = {}
         self._auto_choice: dict[str, Choice] = {}  # device -> the measured choice
         self._auto_lock = threading.Lock()
-        self._auto_baseline: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
+        self._auto_baseline: Record | None = None
         # torch's copy of the transformer weights: still the folder's? released? (release_torch_weights)
         self.torch_weights = TorchWeights()
 
@@ -124,7 +123,7 @@ class BackendSelection:
             resolve_backend("torch", precision, self.device)
         self.backend_name, self.precision, self.backend_options = backend, precision, dict(options)
         if backend == AUTO and self._auto_baseline is None and isinstance(self.input_module, Transformer):
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(self.transformer.auto_model)
 
     def configuration(self, backend: str | None = None, precision: str | None = None) -> tuple[str, str]:
         """The (backend, precision) that `encode(backend=..., precision=...)` runs on, "auto" resolved
@@ -231,8 +230,14 @@ class BackendSelection:
                 raise RuntimeError(f"{folder} no longer holds a transformer model")
             return dict(transformer.auto_model.named_parameters())
 
-        self.torch_weights.restore(self.transformer.auto_model, read, folder)
+        model = self.transformer.auto_model
+        self.torch_weights.restore(model, read, folder)
         self.transformer.restore_weights = None
+        # the same values at new addresses: not trained, so what was built from them still holds
+        if self._auto_baseline is not None:
+            self._auto_baseline = self.torch_weights.record(model)
+        for key in self._built_under:
+            self._built_under[key] = self.torch_weights.record(model)
 
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""
@@ -268,7 +273,7 @@ class BackendSelection:
                 name, prec, self.transformer, self.model_folder, self.backend_options, **extra
             )
             self._backends[key] = found
-            self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
+            self._built_under[key] = self.torch_weights.record(self.transformer.auto_model)
         return found
 
     def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
@@ -310,33 +315,18 @@ class BackendSelection:
                 f"a {type(self.input_module).__name__} model runs on torch only, not {backend!r}"
             )
 
-    def _weights(self) -> list[torch.Tensor]:
-        """The transformer's weights as held (freed ones as empty tensors: nothing is read back)."""
-        return list(self.transformer.auto_model.parameters())
-
     def _trained_since_auto(self) -> bool:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
         if self._auto_baseline is None:
             return False
-        changed, self._auto_baseline = self._changed_since(self._auto_baseline)
+        changed, self._auto_baseline = self.torch_weights.changed_since(
+            self._auto_baseline, self.transformer.auto_model
+        )
         return changed
 
     def _trained_since(self, key: tuple[Any, ...]) -> bool:
         """Whether an optimizer changed the weights since the backend under `key` was built."""
-        changed, self._built_under[key] = self._changed_since(self._built_under[key])
+        changed, self._built_under[key] = self.torch_weights.changed_since(
+            self._built_under[key], self.transformer.auto_model
+        )
         return changed
-
-    def _changed_since(
-        self, record: tuple[int, tuple[tuple[int, int, int], ...]]
-    ) -> tuple[bool, tuple[int, tuple[tuple[int, int, int], ...]]]:
-        """Whether this model's weights changed since `record` (optimizer generation, weights state),
-        and the record to keep: moved on to the current generation when only other models were trained."""
-        generation, state = record
-        now = optimizer_generation()
-        if now == generation:
-            return False, record
-        if self.torch_weights.is_released:  # freed weights take no optimizer steps: another model's
-            return False, (now, state)
-        if weights_state(self._weights()) != state:
-            return True, record
-        return False, (now, state)
