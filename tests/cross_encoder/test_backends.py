@@ -13,7 +13,8 @@ import torch
 from munjang import load_cross_encoder
 from munjang.encoders.cross import score_autotune
 from munjang.encoders.cross.losses import BinaryCrossEntropyLoss
-from munjang.encoders.cross.score_autotune import ScoreTrial, measure_all, pick
+from munjang.encoders.cross.score_autotune import SCORES, ScoreTrial
+from munjang.inference.autotune import measure_all, pick
 from tests.helpers.llm import tiny_llm_reranker
 from tests.helpers.training import tiny_bert
 
@@ -122,7 +123,7 @@ def test_the_pick_keeps_the_fastest_within_the_bar() -> None:
         ("openvino", "fp32"): (reference + np.array([0, 0, 0.015 * spread, 0, 0]), 2.0),  # within the bar, 2x
         ("openvino", "bf16"): (reference + 0.05 * spread, 0.5),  # fastest, but off by 5% of the spread
     }
-    trials = measure_all(lambda b, p, pairs: results[(b, p)], list(results), [("q", "d")] * 5)
+    trials = measure_all(lambda b, p, pairs: results[(b, p)], list(results), [("q", "d")] * 5, SCORES)
     assert [t.accurate for t in trials] == [True, True, False]
     assert trials[2].pairs_per_s is None and abs(trials[2].max_error - 0.05) < 1e-6  # type: ignore[operator]
     assert pick(trials).backend == "openvino" and pick(trials).precision == "fp32"

@@ -11,9 +11,21 @@ from typing import Any
 from .._util.json_files import read_json, write_json
 from ..errors import ModelLoadError
 
-__all__ = ["SIMILARITY_FUNCTIONS", "EncoderSettings", "library_versions", "prompt_text"]
+__all__ = [
+    "DOCUMENT_PROMPT_NAMES",
+    "QUERY_PROMPT_NAMES",
+    "SIMILARITY_FUNCTIONS",
+    "EncoderSettings",
+    "library_versions",
+    "prompt_text",
+    "side_prompt_name",
+]
 
 SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
+# The prompts `encode_query` / `encode_document` use when a model has one, in sentence-transformers'
+# order: "query" for queries; "document", else "passage" (e5), else "corpus" for documents.
+QUERY_PROMPT_NAMES = ("query",)
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
 
 @dataclass
@@ -78,3 +90,18 @@ def prompt_text(
         known = ", ".join(sorted(prompts)) or "none"
         raise ValueError(f"unknown prompt name {name!r}; this model's prompts: {known}")
     return prompts[name]
+
+
+def side_prompt_name(
+    prompts: dict[str, str], side: str, prompt_name: str | None, prompt: str | None
+) -> str | None:
+    """The prompt name `encode_query` (`side` "query") or `encode_document` ("document") passes on:
+    the caller's `prompt_name`; with neither a name nor literal `prompt` text, the model's first
+    prompt of that side (`QUERY_PROMPT_NAMES`, `DOCUMENT_PROMPT_NAMES`) if it has one; else None,
+    so the model's default prompt, if any, applies as in `encode` (sentence-transformers' rule)."""
+    if prompt_name is not None or prompt is not None:
+        return prompt_name
+    names = {"query": QUERY_PROMPT_NAMES, "document": DOCUMENT_PROMPT_NAMES}.get(side)
+    if names is None:
+        raise ValueError(f"side must be 'query' or 'document', not {side!r}")
+    return next((name for name in names if name in prompts), None)

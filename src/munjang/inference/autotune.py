@@ -1,5 +1,10 @@
 """The automatic backend: the fastest (backend, precision) that keeps fp32 accuracy, measured once per
-model and machine.
+model and machine, for encoders and cross-encoders alike.
+
+One machinery (`measure_all`, `pick`, `choose`, the cache) is parameterised by a `Metric`: the
+candidates, the calibration inputs, how a candidate's outputs are judged against torch fp32's and the
+bar they must keep. `COSINE`, below, is the encoders' (vectors); the cross-encoders' score agreement
+is `encoders/cross/score_autotune.py`'s `SCORES`. What follows describes the encoders'.
 
 Which runtime and precision is fastest depends on the CPU (bf16 or int8 instructions, cores), the
 installed runtimes and the model, and a fast configuration is only worth having if its vectors stay
@@ -31,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -59,13 +64,54 @@ NOT_MEASURED = (
 )
 RELEVANT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
 
-# Measures one configuration: (backend, precision, texts) -> (L2-normalized vectors, seconds).
-Measure = Callable[[str, str, Sequence[str]], tuple[np.ndarray, float]]
+# Measures one configuration: (backend, precision, inputs) -> (outputs, seconds). The outputs are what
+# the metric compares: L2-normalized vectors for the cosine, raw scores for the score agreement.
+Measure = Callable[[str, str, Sequence[Any]], tuple[np.ndarray, float]]
+
+
+class Judged(Protocol):
+    """What every kind of trial has: its configuration, why it failed, whether it kept the bar, its speed."""
+
+    backend: str
+    precision: str
+    error: str | None
+
+    @property
+    def accurate(self) -> bool: ...
+
+    @property
+    def per_s(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What one kind of output is judged by against the fp32 reference, and everything else that is
+    particular to it: the candidates, the calibration inputs, the trial it records, the cache's key.
+
+    `agreement(outputs, reference)` gives the trial's accuracy fields (the reference's own are `exact`);
+    the trial's `accurate` compares them with `bar`; `rate` names the trial's throughput field (rounded
+    to `digits`). `fingerprint_prefix` and `machine_extra` keep one metric's cached choices apart from
+    another's in the shared cache folder."""
+
+    trial: type[Any]
+    agreement: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    exact: dict[str, float]
+    bar: dict[str, float]
+    rate: str
+    digits: int
+    candidates: Callable[[torch.device], list[tuple[str, str]]]
+    inputs: Callable[[], list[Any]]
+    subject: str  # what the log lines say is measured: "model", "cross-encoder"
+    unit: str  # what the throughput counts: "sentences", "pairs"
+    tag: str = "autotune"  # the log lines' prefix
+    fingerprint_prefix: str = ""
+    machine_extra: dict[str, Any] = field(default_factory=dict)
+    not_measured: str | None = None
 
 
 @dataclass
 class Trial:
-    """One candidate's measurement (error: why it could not run here)."""
+    """One candidate's measurement under the cosine metric (error: why it could not run here)."""
 
     backend: str
     precision: str
@@ -84,28 +130,9 @@ class Trial:
             and self.min_cosine >= MIN_COSINE
         )
 
-
-@dataclass
-class Choice:
-    """The configuration `encode` runs on under backend "auto", and the measurements behind it."""
-
-    backend: str
-    precision: str
-    trials: list[Trial] = field(default_factory=list)
-    machine: dict[str, Any] = field(default_factory=dict)
-    measured_at: str = ""
-    cached: bool = False
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "precision": self.precision,
-            "chosen_by": "auto (read from the cache)" if self.cached else "auto (measured)",
-            "measured_at": self.measured_at,
-            "bar": {"mean_cosine": MEAN_COSINE, "min_cosine": MIN_COSINE},
-            "trials": [asdict(t) for t in self.trials],
-            "not_measured": NOT_MEASURED,
-        }
+    @property
+    def per_s(self) -> float | None:
+        return self.sentences_per_s
 
 
 def runtime_available(backend: str) -> bool:
@@ -115,7 +142,7 @@ def runtime_available(backend: str) -> bool:
 
 
 def candidates(device: torch.device) -> list[tuple[str, str]]:
-    """The configurations worth measuring on `device`, reference (torch fp32) first.
+    """The configurations worth measuring for an encoder on `device`, reference (torch fp32) first.
 
     bf16 only where the CPU has bf16 instructions (elsewhere it is emulated, and slower than fp32);
     ONNX Runtime and OpenVINO only where installed; on a GPU, torch's own precisions; never int8
@@ -134,6 +161,66 @@ def candidates(device: torch.device) -> list[tuple[str, str]]:
     if runtime_available("onnx"):
         found.append(("onnx", "fp32"))
     return found
+
+
+def cosine_agreement(vectors: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """Mean and least cosine of normalized vectors to the reference's, row by row."""
+    cosine = np.sum(vectors * reference, axis=1)
+    return {"mean_cosine": round(float(cosine.mean()), 7), "min_cosine": round(float(cosine.min()), 7)}
+
+
+# The encoders' metric: vectors by cosine (the names resolved when called, so they can be patched).
+COSINE = Metric(
+    trial=Trial,
+    agreement=cosine_agreement,
+    exact={"mean_cosine": 1.0, "min_cosine": 1.0},
+    bar={"mean_cosine": MEAN_COSINE, "min_cosine": MIN_COSINE},
+    rate="sentences_per_s",
+    digits=1,
+    candidates=lambda device: candidates(device),
+    inputs=lambda: calibration_texts(),
+    subject="model",
+    unit="sentences",
+    not_measured=NOT_MEASURED,
+)
+
+
+@dataclass
+class Choice:
+    """The configuration backend "auto" runs on, and the measurements behind it."""
+
+    backend: str
+    precision: str
+    trials: list[Any] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)
+    measured_at: str = ""
+    cached: bool = False
+    metric: Metric = field(default=COSINE, repr=False, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        described = {
+            "backend": self.backend,
+            "precision": self.precision,
+            "chosen_by": "auto (read from the cache)" if self.cached else "auto (measured)",
+            "measured_at": self.measured_at,
+            "bar": dict(self.metric.bar),
+            "trials": [asdict(t) for t in self.trials],
+        }
+        if self.metric.not_measured is not None:
+            described["not_measured"] = self.metric.not_measured
+        return described
+
+    def payload(self, configs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+        """What the cache file holds (the format older versions wrote and read)."""
+        return {
+            "configs": [list(c) for c in configs],
+            "backend": self.backend,
+            "precision": self.precision,
+            "trials": [asdict(t) for t in self.trials],
+            "machine": self.machine,
+            "measured_at": self.measured_at,
+            "cached": False,
+        }
 
 
 def machine_key(device: torch.device) -> dict[str, Any]:
@@ -170,27 +257,26 @@ def cache_path(fingerprint: str, machine: dict[str, Any]) -> Path:
     return cache_root() / "autotune" / f"{digest[:32]}.json"
 
 
-def measure_all(measure: Measure, configs: Sequence[tuple[str, str]], texts: Sequence[str]) -> list[Trial]:
+def measure_all(
+    measure: Measure, configs: Sequence[tuple[str, str]], inputs: Sequence[Any], metric: Metric = COSINE
+) -> list[Any]:
     """Accuracy of every configuration against the first (the reference), then the throughput of the
     accurate ones: a first round for all, then `ROUNDS - 1` more for those within `CONTENDER` of the
     fastest (a candidate far behind is not measured again)."""
     started = time.perf_counter()
-    reference, one_pass = measure(*configs[0], texts)
-    trials: list[Trial] = [Trial(*configs[0], mean_cosine=1.0, min_cosine=1.0)]
+    reference, one_pass = measure(*configs[0], inputs)
+    trials: list[Any] = [metric.trial(*configs[0], **metric.exact)]
     for done, (backend, precision) in enumerate(configs[1:], start=1):
         _progress(done, len(configs), time.perf_counter() - started, one_pass)
-        trial = Trial(backend, precision)
+        trial = metric.trial(backend, precision)
         try:
-            vectors, _ = measure(backend, precision, texts)  # also builds and warms the backend
+            outputs, _ = measure(backend, precision, inputs)  # also builds and warms the backend
         except Exception as e:  # a runtime that cannot export or run this model is skipped, not fatal
             trial.error = f"{type(e).__name__}: {e}"[:300]
-            logger.info("autotune: %s %s cannot run here: %s", backend, precision, trial.error)
+            logger.info("%s: %s %s cannot run here: %s", metric.tag, backend, precision, trial.error)
         else:
-            cosine = np.sum(vectors * reference, axis=1)
-            trial.mean_cosine, trial.min_cosine = (
-                round(float(cosine.mean()), 7),
-                round(float(cosine.min()), 7),
-            )
+            for name, value in metric.agreement(outputs, reference).items():
+                setattr(trial, name, value)
         trials.append(trial)
     best: dict[int, float] = {}
     for round_ in range(ROUNDS):
@@ -198,10 +284,10 @@ def measure_all(measure: Measure, configs: Sequence[tuple[str, str]], texts: Seq
         for i, trial in enumerate(trials):
             if not trial.accurate or (round_ and best[i] > fastest / CONTENDER):
                 continue
-            _, seconds = measure(trial.backend, trial.precision, texts)
+            _, seconds = measure(trial.backend, trial.precision, inputs)
             best[i] = min(best.get(i, float("inf")), seconds)
     for i, seconds in best.items():
-        trials[i].sentences_per_s = round(len(texts) / max(seconds, 1e-9), 1)
+        setattr(trials[i], metric.rate, round(len(inputs) / max(seconds, 1e-9), metric.digits))
     return trials
 
 
@@ -214,12 +300,15 @@ def _progress(done: int, total: int, elapsed: float, one_pass: float) -> None:
     )
 
 
-def pick(trials: Sequence[Trial]) -> Trial:
+JudgedT = TypeVar("JudgedT", bound=Judged)
+
+
+def pick(trials: Sequence[JudgedT]) -> JudgedT:
     """The accurate trial with the highest throughput (the reference, first, wins ties)."""
-    accurate = [t for t in trials if t.accurate and t.sentences_per_s is not None]
+    accurate = [t for t in trials if t.accurate and t.per_s is not None]
     if not accurate:
         return trials[0]
-    return max(accurate, key=lambda t: t.sentences_per_s or 0.0)
+    return max(accurate, key=lambda t: t.per_s or 0.0)
 
 
 def choose(
@@ -227,59 +316,73 @@ def choose(
     fingerprint: str | None,
     device: torch.device,
     configs: Sequence[tuple[str, str]] | None = None,
-    texts: Sequence[str] | None = None,
+    inputs: Sequence[Any] | None = None,
+    metric: Metric = COSINE,
 ) -> Choice:
     """The cached choice for this model (`fingerprint`; None: never cached) and machine, or a new
     measurement, cached. Processes that start together measure once: the others wait on a file lock."""
-    configs = list(configs or candidates(device))
-    machine = machine_key(device)
+    configs = list(configs or metric.candidates(device))
+    machine = _machine(device, metric)
     if fingerprint is None or len(configs) == 1:
-        return _measured(measure, configs, texts, machine)
-    path = cache_path(fingerprint, machine)
+        return _measured(measure, configs, inputs, machine, metric)
+    path = cache_path(metric.fingerprint_prefix + fingerprint, machine)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=1800):
-        found = _read(path, configs)
+        found = _read(path, configs, metric)
         if found is not None:
             return found
-        choice = _measured(measure, configs, texts, machine)
-        payload = {"configs": configs, **asdict(choice), "cached": False}
-        text = json.dumps(payload, indent=2)
+        choice = _measured(measure, configs, inputs, machine, metric)
+        text = json.dumps(choice.payload(configs), indent=2)
         atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         return choice
 
 
 def cached_choice(
-    fingerprint: str | None, device: torch.device, configs: Sequence[tuple[str, str]] | None = None
+    fingerprint: str | None,
+    device: torch.device,
+    configs: Sequence[tuple[str, str]] | None = None,
+    metric: Metric = COSINE,
 ) -> Choice | None:
     """The choice cached for this model and machine, or None (never measured here): reads, never measures."""
     if fingerprint is None:
         return None
-    return _read(cache_path(fingerprint, machine_key(device)), list(configs or candidates(device)))
+    path = cache_path(metric.fingerprint_prefix + fingerprint, _machine(device, metric))
+    return _read(path, list(configs or metric.candidates(device)), metric)
+
+
+def _machine(device: torch.device, metric: Metric) -> dict[str, Any]:
+    return {**machine_key(device), **metric.machine_extra}
 
 
 def _measured(
-    measure: Measure, configs: list[tuple[str, str]], texts: Sequence[str] | None, machine: dict[str, Any]
+    measure: Measure,
+    configs: list[tuple[str, str]],
+    inputs: Sequence[Any] | None,
+    machine: dict[str, Any],
+    metric: Metric,
 ) -> Choice:
     if len(configs) == 1:
-        return Choice(*configs[0], machine=machine)
+        return Choice(*configs[0], machine=machine, metric=metric)
     logger.warning(
-        "choosing the fastest accurate backend for this model on this machine (once; cached): %s",
+        "choosing the fastest accurate backend for this %s on this machine (once; cached): %s",
+        metric.subject,
         ", ".join(f"{b} {p}" for b, p in configs),
     )
-    trials = measure_all(measure, configs, list(texts or calibration_texts()))
+    trials = measure_all(measure, configs, list(inputs or metric.inputs()), metric)
     best = pick(trials)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    logger.warning("chose %s %s (%s sentences/s)", best.backend, best.precision, best.sentences_per_s)
-    return Choice(best.backend, best.precision, trials, machine, stamp)
+    logger.warning("chose %s %s (%s %s/s)", best.backend, best.precision, best.per_s, metric.unit)
+    return Choice(best.backend, best.precision, trials, machine, stamp, metric=metric)
 
 
-def _read(path: Path, configs: list[tuple[str, str]]) -> Choice | None:
+def _read(path: Path, configs: list[tuple[str, str]], metric: Metric) -> Choice | None:
     """A cached choice, or None when missing, unreadable or made for another candidate list."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if [tuple(c) for c in data["configs"]] != [tuple(c) for c in configs]:
             return None
-        trials = [Trial(**t) for t in data["trials"]]
-        return Choice(data["backend"], data["precision"], trials, data["machine"], data["measured_at"], True)
+        trials = [metric.trial(**t) for t in data["trials"]]
+        machine = data.get("machine", {})  # cross-encoder files written by older versions have none
+        return Choice(data["backend"], data["precision"], trials, machine, data["measured_at"], True, metric)
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -5,7 +5,8 @@
   decoder and two head rows, traced into one graph (`inference/pair_scores.py`, `causal_scores.py`),
   built on first use and rebuilt when the weights change;
 - "auto": the fastest of those that keeps torch fp32's scores, measured once per model and machine and
-  cached (`score_autotune.py`); torch fp32 once the weights were trained in this process.
+  cached (`inference/autotune.py` with `score_autotune.py`'s metric); torch fp32 once the weights were
+  trained in this process.
 
 Once a graph is compiled, torch's copy of the transformer weights is released (the graph holds its
 own), so a model on OpenVINO costs its weights once; whatever needs them again (the torch backend, a
@@ -26,11 +27,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ...inference.autotune import Choice, choose
 from ...inference.causal_scores import OpenVINOCausalScorer
 from ...inference.pair_scores import OpenVINOPairScorer, OpenVINOScorer
-from ...inference.weights_state import optimizer_generation, weights_state
+from ...inference.torch_weights import Record, TorchWeights
 from ...modules.causal_lm import CausalLMTransformer
-from .score_autotune import ScoreChoice, choose
+from .score_autotune import SCORES
 
 BACKENDS = ("torch", "openvino", "auto")
 PROBE_PAIRS = [("probe query", "a probe document of a few words"), ("질의", "짧은 문서")]
@@ -62,12 +64,11 @@ class ScoreBackends:
         self.backend, self.precision = "torch", "fp32"
         self.backend_threads: int | None = None
         self._scorers: dict[str, OpenVINOScorer] = {}  # precision -> its graph
-        self._auto_choice: ScoreChoice | None = None
-        self._auto_baseline: tuple[int, Any] | None = None
+        self._auto_choice: Choice | None = None
+        self._auto_baseline: Record | None = None
         self._auto_lock = threading.Lock()
-        # name -> (shape, dtype, checksum) of the transformer's weights while they are released
-        self._released: dict[str, tuple[torch.Size, torch.dtype, tuple[float, float]]] | None = None
-        self._loaded_state: Any = None  # weights_state when all weights were read from the folder
+        # torch's copy of the transformer weights: all the folder's? released? (release_torch_weights)
+        self.torch_weights = TorchWeights()
         self._measuring = False
 
     def set_backend(
@@ -84,7 +85,7 @@ class ScoreBackends:
         self.backend, self.backend_threads = backend, threads
         self.precision = "auto" if backend == "auto" else precision
         if backend == "auto" and self._auto_baseline is None:
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(self.transformer.auto_model)
         if backend == "torch":
             self._restore_torch_weights()
             self._scorers.clear()  # each holds a copy of the weights
@@ -98,13 +99,13 @@ class ScoreBackends:
         choice = self.auto_choice()
         return choice.backend, choice.precision
 
-    def auto_choice(self) -> ScoreChoice:
+    def auto_choice(self) -> Choice:
         """What "auto" chose for this model on this machine, with the measurements."""
         with self._auto_lock:
             if self._auto_choice is None:
                 self._measuring = True  # torch's weights stay while the candidates alternate
                 try:
-                    self._auto_choice = choose(self._measure, self._fingerprint(), self.device)
+                    self._auto_choice = choose(self._measure, self._fingerprint(), self.device, metric=SCORES)
                 finally:
                     self._measuring = False
                 for precision in [p for p in self._scorers if p != self._auto_choice.precision]:
@@ -182,7 +183,7 @@ class ScoreBackends:
         """Say that every transformer weight was just read from the folder the model reports
         (`name_or_path`): the loader calls it when no weight was newly initialised. Only then, and
         while no weight changed since, can torch's copy be released and read back."""
-        self._loaded_state = weights_state(self._weights())
+        self.torch_weights.mark_from_folder(self.transformer.auto_model)
 
     def _source_folder(self) -> Path | None:
         name = getattr(self.transformer.auto_model, "name_or_path", "") or ""
@@ -192,20 +193,16 @@ class ScoreBackends:
     def release_torch_weights(self) -> bool:
         """Free torch's copy of the transformer weights (the compiled graphs hold their own). True when
         released; a model whose weights are not all those of its folder keeps them."""
-        if self._released is not None:
+        weights = self.torch_weights
+        if weights.is_released:
             return True
-        loaded = self._loaded_state
         if (
             self._measuring
-            or loaded is None
             or self._source_folder() is None
-            or weights_state(self._weights()) != loaded
+            or not weights.from_folder(self.transformer.auto_model)
         ):
             return False
-        model = self.transformer.auto_model
-        self._released = {name: (p.shape, p.dtype, _checksum(p)) for name, p in model.named_parameters()}
-        for parameter in model.parameters():
-            parameter.data = torch.empty(0, dtype=parameter.dtype)
+        weights.release(self.transformer.auto_model)
         for scorer in self._scorers.values():
             scorer.hold = True
         return True
@@ -213,46 +210,28 @@ class ScoreBackends:
     def _restore_torch_weights(self) -> None:
         """Read released weights back from their folder (a no-op when none are released), checked
         against the shapes and checksums of what was released."""
-        released = self._released
-        if released is None:
+        if not self.torch_weights.is_released:
             return
         folder = self._source_folder()
         model = self.transformer.auto_model
         if folder is None:
             raise RuntimeError("the folder of the released weights is gone")
-        dtype = next(iter(released.values()))[1]
-        fresh = dict(type(model).from_pretrained(str(folder), dtype=dtype).named_parameters())
-        for name, parameter in model.named_parameters():
-            shape, kind, checksum = released[name]
-            if name not in fresh or fresh[name].shape != shape or _checksum(fresh[name]) != checksum:
-                raise RuntimeError(f"{folder} changed since its weights were released ({name})")
-            parameter.data = fresh[name].data.to(kind)
-        self._released = None
-        self.mark_weights_from_folder()
+
+        def read(dtype: torch.dtype) -> dict[str, Tensor]:
+            return dict(type(model).from_pretrained(str(folder), dtype=dtype).named_parameters())
+
+        self.torch_weights.restore(model, read, folder)
         if self._auto_baseline is not None:  # the same values at new addresses: not trained
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(model)
         for scorer in self._scorers.values():
             scorer.hold = False
             scorer.rebase()
 
-    def _weights(self) -> list[Tensor]:
-        return list(self.transformer.parameters())
-
     def _trained_since_auto(self) -> bool:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
-        if self._auto_baseline is None or self._released is not None:
+        if self._auto_baseline is None:
             return False
-        generation, state = self._auto_baseline
-        now = optimizer_generation()
-        if now == generation:
-            return False
-        if weights_state(self._weights()) != state:
-            return True
-        self._auto_baseline = (now, state)
-        return False
-
-
-def _checksum(tensor: Tensor) -> tuple[float, float]:
-    """A cheap fingerprint of a tensor's values: its sum and its norm, accumulated in float64."""
-    data = tensor.detach()
-    return float(data.sum(dtype=torch.float64)), float(torch.linalg.vector_norm(data, dtype=torch.float64))
+        changed, self._auto_baseline = self.torch_weights.changed_since(
+            self._auto_baseline, self.transformer.auto_model
+        )
+        return changed

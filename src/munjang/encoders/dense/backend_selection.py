@@ -14,7 +14,6 @@ process never holds both. Whatever needs them again (the torch backend, an expor
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import threading
@@ -28,8 +27,7 @@ import torch
 from ...inference.autotune import Choice, cached_choice, choose
 from ...inference.backends import build_backend, resolve_backend
 from ...inference.base import BACKENDS, TokenBackend
-from ...inference.memory import release_freed_memory
-from ...inference.weights_state import optimizer_generation, weights_state
+from ...inference.torch_weights import Record, TorchWeights
 from ...modules import Transformer
 
 if TYPE_CHECKING:
@@ -91,29 +89,27 @@ class BackendSelection:
         # (backend, precision, device, options) -> the backend built for them, and the optimizer
         # generation and weights state it was built under (exported graphs hold a copy of the weights)
         self._backends: dict[tuple[Any, ...], TokenBackend] = {}
-        self._built_under: dict[tuple[Any, ...], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
+        self._built_under: dict[tuple[Any, ...], Record] = {}
         self._auto_choice: dict[str, Choice] = {}  # device -> the measured choice
         self._auto_lock = threading.Lock()
-        self._auto_baseline: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
-        # name -> (shape, dtype) of the torch weights while they are released (release_torch_weights)
-        self._released: dict[str, tuple[torch.Size, torch.dtype]] | None = None
-        # (optimizer generation, weights state) when the weights were last the model folder's
-        self._folder_state: tuple[int, tuple[tuple[int, int, int], ...]] | None = None
+        self._auto_baseline: Record | None = None
+        # torch's copy of the transformer weights: still the folder's? released? (release_torch_weights)
+        self.torch_weights = TorchWeights()
 
     def remember_folder(self, folder: Path) -> None:
         """Record that the weights now in memory are the ones in `folder` (what `load_encoder` read):
         only then may they be freed and read back from it."""
         self.model_folder = folder
         if isinstance(self.input_module, Transformer):
-            self._folder_state = (optimizer_generation(), weights_state(self._weights()))
+            self.torch_weights.mark_from_folder(self.transformer.auto_model)
 
     def _weights_from_folder(self) -> bool:
         """Whether the weights in memory are still the model folder's (none changed them since)."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             return True
-        if self.model_folder is None or self._folder_state is None:
+        if self.model_folder is None or not isinstance(self.input_module, Transformer):
             return False
-        return weights_state(self._weights()) == self._folder_state[1]  # any in-place edit or step
+        return self.torch_weights.from_folder(self.transformer.auto_model)  # any in-place edit or step
 
     def set_backend(self, backend: str | None = None, precision: str | None = None, **options: Any) -> None:
         """Choose what `encode` runs on by default: `backend` auto | torch | onnx | openvino and
@@ -127,7 +123,7 @@ class BackendSelection:
             resolve_backend("torch", precision, self.device)
         self.backend_name, self.precision, self.backend_options = backend, precision, dict(options)
         if backend == AUTO and self._auto_baseline is None and isinstance(self.input_module, Transformer):
-            self._auto_baseline = (optimizer_generation(), weights_state(self._weights()))
+            self._auto_baseline = self.torch_weights.record(self.transformer.auto_model)
 
     def configuration(self, backend: str | None = None, precision: str | None = None) -> tuple[str, str]:
         """The (backend, precision) that `encode(backend=..., precision=...)` runs on, "auto" resolved
@@ -183,7 +179,7 @@ class BackendSelection:
         (OpenVINO, ONNX Runtime), which holds its own: a served model then costs its weights once.
         The first call that needs them again (the torch backend, an export) reads them back from the
         model folder. True when released; a model without a folder, or on torch, keeps them."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             return True
         if not self._weights_from_folder() or self.configuration()[0] == "torch":
             return False
@@ -191,25 +187,21 @@ class BackendSelection:
         return True
 
     def _release(self) -> None:
-        """Swap every transformer weight for an empty tensor (shapes kept to check the read-back)."""
-        model = self.transformer.auto_model
-        self._released = {name: (p.shape, p.dtype) for name, p in model.named_parameters()}
-        for parameter in model.parameters():
-            parameter.data = torch.empty(0, dtype=parameter.dtype)
+        """Swap every transformer weight for an empty tensor (shapes and checksums kept to check the
+        read-back); the transformer reads them back before anything uses them."""
+        self.torch_weights.release(self.transformer.auto_model)
         self.transformer.restore_weights = self.restore_torch_weights
-        gc.collect()
-        release_freed_memory()
 
     def restore_torch_weights(self) -> None:
         """Read freed torch weights back from the model folder (a no-op when they are in memory)."""
-        if self._released is not None:
+        if self.torch_weights.is_released:
             self._restore_torch_weights()
 
     def _release_before_compile(self, name: str, precision: str) -> Callable[[], None] | None:
         """What `build_backend` runs before compiling (name, precision): free torch's weights, when the
         backend is OpenVINO and what `encode` runs on by default (so no call needs torch meanwhile)
         and the weights are the folder's to read back. None when they are to stay."""
-        if name != "openvino" or self._released is not None or not self._weights_from_folder():
+        if name != "openvino" or self.torch_weights.is_released or not self._weights_from_folder():
             return None
         if self.backend_name == AUTO and self.precision == AUTO:
             known = self._auto_choice.get(str(self.device))
@@ -221,28 +213,31 @@ class BackendSelection:
         return self._release
 
     def _restore_torch_weights(self) -> None:
-        """Read the released weights back from the model folder, checked against what was released."""
+        """Read the released weights back from the model folder, checked against the shapes and
+        checksums of what was released."""
         from ..formats import read_encoder_folder
 
-        released = self._released
-        assert released is not None and self.model_folder is not None
-        dtype = next(iter(released.values()))[1]
-        options = {"trust_remote_code": False, "dtype": dtype, "max_seq_length": None}
-        modules, _ = read_encoder_folder(
-            self.model_folder, {**options, "model_kwargs": None, "tokenizer_kwargs": None}
-        )
-        transformer = modules[0]
-        if not isinstance(transformer, Transformer):
-            raise RuntimeError(f"{self.model_folder} no longer holds a transformer model")
-        fresh = dict(transformer.auto_model.named_parameters())
-        for name, parameter in self.transformer.auto_model.named_parameters():
-            shape, kind = released[name]
-            if name not in fresh or fresh[name].shape != shape:
-                raise RuntimeError(f"{self.model_folder} changed since its weights were released ({name})")
-            parameter.data = fresh[name].data.to(kind)
-        self._released = None
+        folder = self.model_folder
+        assert folder is not None
+
+        def read(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+            options = {"trust_remote_code": False, "dtype": dtype, "max_seq_length": None}
+            modules, _ = read_encoder_folder(
+                folder, {**options, "model_kwargs": None, "tokenizer_kwargs": None}
+            )
+            transformer = modules[0]
+            if not isinstance(transformer, Transformer):
+                raise RuntimeError(f"{folder} no longer holds a transformer model")
+            return dict(transformer.auto_model.named_parameters())
+
+        model = self.transformer.auto_model
+        self.torch_weights.restore(model, read, folder)
         self.transformer.restore_weights = None
-        self._folder_state = (optimizer_generation(), weights_state(self._weights()))
+        # the same values at new addresses: not trained, so what was built from them still holds
+        if self._auto_baseline is not None:
+            self._auto_baseline = self.torch_weights.record(model)
+        for key in self._built_under:
+            self._built_under[key] = self.torch_weights.record(model)
 
     def info(self) -> dict[str, Any]:
         """`describe()` plus what `encode` runs on and, under "auto", why (`munjang info`)."""
@@ -269,7 +264,7 @@ class BackendSelection:
         found = self._backends.get(key)
         if found is not None and name != "torch" and self._trained_since(key):
             found = None
-        if self._released is not None and (found is None or name == "torch"):
+        if self.torch_weights.is_released and (found is None or name == "torch"):
             self._restore_torch_weights()
         if found is None:
             release = self._release_before_compile(name, prec)
@@ -278,7 +273,7 @@ class BackendSelection:
                 name, prec, self.transformer, self.model_folder, self.backend_options, **extra
             )
             self._backends[key] = found
-            self._built_under[key] = (optimizer_generation(), weights_state(self._weights()))
+            self._built_under[key] = self.torch_weights.record(self.transformer.auto_model)
         return found
 
     def warmup(self, backend: str | None = None, precision: str | None = None) -> None:
@@ -320,33 +315,18 @@ class BackendSelection:
                 f"a {type(self.input_module).__name__} model runs on torch only, not {backend!r}"
             )
 
-    def _weights(self) -> list[torch.Tensor]:
-        """The transformer's weights as held (freed ones as empty tensors: nothing is read back)."""
-        return list(self.transformer.auto_model.parameters())
-
     def _trained_since_auto(self) -> bool:
         """Whether an optimizer changed the weights since "auto" was set (then auto runs torch fp32)."""
         if self._auto_baseline is None:
             return False
-        changed, self._auto_baseline = self._changed_since(self._auto_baseline)
+        changed, self._auto_baseline = self.torch_weights.changed_since(
+            self._auto_baseline, self.transformer.auto_model
+        )
         return changed
 
     def _trained_since(self, key: tuple[Any, ...]) -> bool:
         """Whether an optimizer changed the weights since the backend under `key` was built."""
-        changed, self._built_under[key] = self._changed_since(self._built_under[key])
+        changed, self._built_under[key] = self.torch_weights.changed_since(
+            self._built_under[key], self.transformer.auto_model
+        )
         return changed
-
-    def _changed_since(
-        self, record: tuple[int, tuple[tuple[int, int, int], ...]]
-    ) -> tuple[bool, tuple[int, tuple[tuple[int, int, int], ...]]]:
-        """Whether this model's weights changed since `record` (optimizer generation, weights state),
-        and the record to keep: moved on to the current generation when only other models were trained."""
-        generation, state = record
-        now = optimizer_generation()
-        if now == generation:
-            return False, record
-        if self._released is not None:  # freed weights take no optimizer steps: another model's
-            return False, (now, state)
-        if weights_state(self._weights()) != state:
-            return True, record
-        return False, (now, state)

@@ -27,7 +27,7 @@ from ...modules import Dense, Module, Normalize, Pooling, StaticEmbedding, Trans
 from ...modules.clip import CLIPModel
 from ...modules.pipeline import replace_pooling
 from ..formats import SIMILARITY_FUNCTIONS, EncoderSettings, read_encoder_folder, write_modules
-from ..settings import prompt_text
+from ..settings import prompt_text, side_prompt_name
 from .backend_selection import BackendSelection, normalized
 
 # Below this many sentences, encode() shows no progress bar unless asked.
@@ -142,7 +142,8 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         return super().state_dict(*args, **kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        if getattr(self, "_released", None) is not None:
+        weights = getattr(self, "torch_weights", None)  # nn.Module's own set-up moves before it exists
+        if weights is not None and weights.is_released:
             self.restore_torch_weights()
         return super()._apply(fn, recurse)
 
@@ -189,7 +190,7 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
     def _parameter_count(self) -> int:
         """How many weights the model has, counting freed ones (encoder_backend.py) at their shape."""
         held = sum(p.numel() for _, p in nn.Module.named_parameters(self))  # freed ones hold none
-        return held + sum(shape.numel() for shape, _ in (self._released or {}).values())
+        return held + self.torch_weights.released_count()
 
     # -- encoding ------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str], prompt: str = "") -> dict[str, Any]:
@@ -472,6 +473,32 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
                 bar.update(len(global_rows))
 
         return sentence_out, token_out
+
+    def encode_query(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` for search queries: with the model's "query" prompt when it has one and the
+        caller names none (as sentence-transformers does); otherwise exactly `encode`."""
+        name = side_prompt_name(self.prompts, "query", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
+
+    def encode_document(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` for the documents searched: with the model's "document" prompt, else its
+        "passage" (e5) or "corpus" prompt, when it has one and the caller names none."""
+        name = side_prompt_name(self.prompts, "document", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
 
     def similarity(self, a: Any, b: Any) -> Any:
         """Similarity matrix between two sets of embeddings, with the model's similarity function."""

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -164,6 +165,15 @@ class M3Encoder(nn.Module):
             if keep and weight > 0 and token not in self.unused_token_ids and weight > result.get(token, 0.0):
                 result[token] = weight
         return result
+
+    def encode_query(self, texts: Sequence[str], **kwargs: Any) -> M3Output:
+        """`encode`: bge-m3 encodes queries and documents alike (no prompts, no asymmetry); here so
+        that every encoder kind answers `encode_query` / `encode_document`."""
+        return self.encode(texts, **kwargs)
+
+    def encode_document(self, texts: Sequence[str], **kwargs: Any) -> M3Output:
+        """`encode` (see `encode_query`)."""
+        return self.encode(texts, **kwargs)
 
     def decode(self, weights: dict[int, float]) -> dict[str, float]:
         """Token strings for lexical weights (to read what a text matched on)."""

@@ -20,7 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ... import similarity as sim
-from ..settings import prompt_text
+from ..settings import prompt_text, side_prompt_name
 from .cache import EmbeddingCache
 from .names import RemoteSpec, parse_remote_name
 from .transport import EmbeddingsAPI, RetryPolicy
@@ -221,6 +221,32 @@ class RemoteEncoder:
 
             return torch.from_numpy(vectors)[0 if single else slice(None)]
         return vectors[0] if single else vectors
+
+    def encode_query(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` with the "query" prompt, when this encoder was given one and the caller names none
+        (the prefix is part of the text sent, as with a local model's prompt)."""
+        name = side_prompt_name(self.prompts, "query", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
+
+    def encode_document(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`encode` with the "document" (else "passage", "corpus") prompt, when this encoder was given
+        one and the caller names none."""
+        name = side_prompt_name(self.prompts, "document", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
 
     def close(self) -> None:
         """Close the HTTP connections and the cache."""

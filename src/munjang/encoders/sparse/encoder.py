@@ -29,7 +29,7 @@ from ...modules.base import read_json
 from ..formats import EncoderSettings, is_cross_encoder_folder, read_modules, write_modules
 from ..m3.encoder import is_m3_folder, load_m3_encoder
 from ..m3.views import M3SparseView
-from ..settings import prompt_text
+from ..settings import prompt_text, side_prompt_name
 
 # Budget per batch: MLM logits take tokens x vocabulary floats (1024 x 30k x 4 B = 120 MiB).
 DEFAULT_MAX_TOKENS = 1024
@@ -249,12 +249,14 @@ class SparseEncoder(nn.Module):
         return self._encode_for("query", sentences, **kwargs)
 
     def encode_document(self, sentences: Sequence[str] | str, **kwargs: Any) -> torch.Tensor:
-        """`encode` with task "document" and the model's "document" prompt (if it has one, none given)."""
+        """`encode` with task "document" and the model's "document" (else "passage", "corpus") prompt
+        (if it has one, none given)."""
         return self._encode_for("document", sentences, **kwargs)
 
     def _encode_for(self, task: str, sentences: Sequence[str] | str, **kwargs: Any) -> torch.Tensor:
-        if kwargs.get("prompt_name") is None and kwargs.get("prompt") is None and task in self.prompts:
-            kwargs["prompt_name"] = task
+        kwargs["prompt_name"] = side_prompt_name(
+            self.prompts, task, kwargs.get("prompt_name"), kwargs.get("prompt")
+        )
         routed = self.router is not None and (
             task in self.router.routes or task in self.router.route_mappings
         )

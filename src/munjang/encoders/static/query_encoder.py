@@ -19,7 +19,7 @@ import numpy as np
 from ..._util.json_files import read_json
 from ...errors import ModelLoadError
 from ...modules.cached_word_ids import CachedWordIds
-from ..settings import EncoderSettings, prompt_text
+from ..settings import EncoderSettings, prompt_text, side_prompt_name
 
 __all__ = ["StaticQueryEncoder"]
 
@@ -109,3 +109,28 @@ class StaticQueryEncoder:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out = out / np.maximum(norms, 1e-12)
         return out[0] if single else out
+
+    def encode_query(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        """`encode` with the model's "query" prompt when it has one and the caller names none."""
+        name = side_prompt_name(self.prompts, "query", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
+
+    def encode_document(
+        self,
+        sentences: Sequence[str] | str,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        """`encode` with the model's "document" (else "passage", "corpus") prompt, when it has one and
+        the caller names none."""
+        name = side_prompt_name(self.prompts, "document", prompt_name, prompt)
+        return self.encode(sentences, prompt_name=name, prompt=prompt, **kwargs)
