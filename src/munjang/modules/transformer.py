@@ -28,6 +28,8 @@ from .base import Features, Module, read_json, write_json
 
 # Tokenizers report "no limit" as a huge sentinel; anything above this is treated as unknown.
 _NO_LIMIT = 1_000_000
+# Tokens past the model's limit a text keeps when it is cut before pairing (`Transformer._cut_pairs`).
+PAIR_MARGIN = 16
 
 TASKS = ("feature-extraction", "sequence-classification", "fill-mask", "text-generation")
 
@@ -171,9 +173,50 @@ class Transformer(Module):
     ) -> dict[str, list[list[int]]]:
         """Token ids of text pairs, `[CLS] a [SEP] b [SEP]` (segment ids where the model uses them).
 
-        Truncation takes tokens from the longer text of a pair first, so both keep some context.
+        Truncation takes tokens from the longer text of a pair first, so both keep some context. A
+        long text is first cut alone a few tokens past the model's limit (`_cut_pairs`): the
+        tokenizer's pair truncation keeps every combination of the two texts' overflowing pieces,
+        which grows with the product of their lengths (two 63,000-character texts: 25 s and 12 GB).
         """
-        return self._token_ids(list(firsts), list(seconds), truncate)
+        firsts, seconds = list(firsts), list(seconds)
+        if truncate:
+            self._cut_pairs(firsts, seconds)
+        return self._token_ids(firsts, seconds, truncate)
+
+    def _cut_pairs(self, firsts: list[str], seconds: list[str]) -> None:
+        """Cut, in place, each text of a pair that has more tokens than a pair could keep after its
+        first `max_seq_length + PAIR_MARGIN` tokens (its last ones, for a tokenizer that truncates
+        on the left), the longer text of the pair `PAIR_MARGIN` tokens later than the shorter: the
+        pair truncation keeps the same ids, since it looks at the lengths only through which text
+        is longer and the shorter one's length up to the limit; the margins keep a cut inside a
+        word away from them. Two texts of equal length longer than the limit may split the limit
+        one token differently. Linear in the texts' length."""
+        rust = getattr(self.tokenizer, "_tokenizer", None)
+        cap = self.max_seq_length + PAIR_MARGIN
+        # a token is at least one character, or one byte of one (at most 4): shorter texts fit
+        pairs = [i for i in range(len(firsts)) if 4 * max(len(firsts[i]), len(seconds[i])) > cap]
+        if not pairs or not isinstance(rust, Tokenizer):
+            return
+        left = getattr(self.tokenizer, "truncation_side", "right") == "left"
+        with self._tokenizer_lock:
+            rust.no_truncation()
+            rust.no_padding()
+            fast = getattr(rust, "encode_batch_fast", rust.encode_batch)
+            n1 = [len(e.ids) for e in fast([firsts[i] for i in pairs], add_special_tokens=False)]
+            n2 = [len(e.ids) for e in fast([seconds[i] for i in pairs], add_special_tokens=False)]
+        cuts: dict[int, list[tuple[list[str], int]]] = {}  # tokens kept -> (texts, index) to cut
+        for i, a, b in zip(pairs, n1, n2, strict=True):
+            for texts, n, other in ((firsts, a, b), (seconds, b, a)):
+                keep = cap + (PAIR_MARGIN if n > other else 0)
+                if n > keep:
+                    cuts.setdefault(keep, []).append((texts, i))
+        for keep, where in cuts.items():
+            with self._tokenizer_lock:
+                rust.enable_truncation(keep, strategy="longest_first", direction="left" if left else "right")
+                encodings = rust.encode_batch([texts[i] for texts, i in where], add_special_tokens=False)
+            for (texts, i), encoding in zip(where, encodings, strict=True):
+                text = texts[i]
+                texts[i] = text[encoding.offsets[0][0] :] if left else text[: encoding.offsets[-1][1]]
 
     def _token_ids(
         self, texts: list[str], pairs: list[str] | None, truncate: bool
