@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -54,13 +53,13 @@ from ..backends.schemes import collection_names, drop_collection, is_storage_err
 from ..followers.dense import label_problems
 from ..followers.lexical import LexicalIndex
 from ..index.exact import ExactIndex
-from .encoding import CollectionEncoding
-from .image_files import document_input, image_documents, input_key
+from .encoding import Encoding
+from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
-from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
-from .results import AddResult
+from .passages import ChunkingConfig, document_hash, late_key, title_of
+from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
-from .search import CollectionSearch
+from .search import Searcher
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
@@ -74,10 +73,14 @@ INFO_KEYS = (
 )  # fmt: skip
 
 
-class Collection(CollectionSearch, CollectionEncoding):
+class Collection:
     """Documents with ids and metadata, searchable by meaning, by words, or both. Use
     `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
-    `backend="postgresql://..."` the first argument is the collection's name in that database."""
+    `backend="postgresql://..."` the first argument is the collection's name in that database.
+
+    It holds its parts: the backend and its store (the source of truth), the indexes derived from
+    it, an `Encoding` (models, passages, vectors, tokens) and a `Searcher` (retrieval, fusion,
+    rerank); it writes itself, and hands searches to the searcher."""
 
     def __init__(
         self,
@@ -106,15 +109,15 @@ class Collection(CollectionSearch, CollectionEncoding):
                 f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
             )
         self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
-        self._planner: PassagePlanner | None = None
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
         self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
-        self._encoder = encoder if encoder is not None else encoders.get("dense")
-        self._query_encoder: Any = None
-        self.pace: Callable[[], int | None] | None = None
-        self._device = device
-        self._cross_encoders: dict[str, Any] = {}
-        self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")  # no thread until used
+        self.encoding = Encoding(
+            self.config,
+            self.folder,
+            self.chunking,
+            encoder if encoder is not None else encoders.get("dense"),
+            device,
+        )
         self._lock_timeout = lock_timeout
         self.dense = backend.dense_index(store, self.config)
         own = None  # BM25 answered by the backend itself, where it can
@@ -131,6 +134,9 @@ class Collection(CollectionSearch, CollectionEncoding):
         )
         self.extras = open_extras(self.config, store, encoders, device, backend)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
+        self.searcher = Searcher(
+            store, self.config, self.encoding, self.dense, self.lexical, self.extras, self.m3
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod
@@ -293,7 +299,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         except CollectionNotFoundError:
             pass
         finally:
-            self._beside.shutdown()
+            self.searcher.close()
             self.store.close()
 
     def __enter__(self) -> Collection:
@@ -424,14 +430,14 @@ class Collection(CollectionSearch, CollectionEncoding):
                 replaced.append(doc_id)
                 new_rows.append(i)
         plans = (
-            self._plan(
+            self.encoding.plan(
                 [texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows]
             )
             if new_rows
             else []
         )
         passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
-        late = self._planner is not None and self.chunking.late
+        late = self.encoding.planner is not None and self.chunking.late
         inputs = [document_input(p.encoded, metas[i], self.images) for i, p, _ in passages]
         hashes = [
             late_key(digests[i], p) if late and n > 1 else input_key(x, text_hash(p.encoded))
@@ -440,11 +446,13 @@ class Collection(CollectionSearch, CollectionEncoding):
         cached = self.store.cached_hashes(model, hashes)
         encoded = [p.encoded for _, p, _ in passages]
         with self.m3.shared() if self.m3 is not None else nullcontext():  # bge-m3: one pass for all three
-            to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
+            to_encode, vectors = self.encoding.vectors(
+                passages, inputs, hashes, cached, texts, titles, batch_size
+            )
             extra = [(r, r.missing(self.store, hashes, encoded)) for r in self.extras.values() if passages]
         # Passages of one window share its text for BM25: each distinct text is tokenized once.
         contexts = list(dict.fromkeys(p.lexical for _, p, _ in passages))
-        tokenized = dict(zip(contexts, self._tokenize(contexts) if contexts else [], strict=True))
+        tokenized = dict(zip(contexts, self.encoding.tokenize(contexts) if contexts else [], strict=True))
         tokens = [tokenized[p.lexical] for _, p, _ in passages]
         rows = [
             NewRow(
@@ -597,3 +605,92 @@ class Collection(CollectionSearch, CollectionEncoding):
         for retriever in self.extras.values():
             problems += retriever.problems(self.store, labels)
         return problems
+
+    # -- searching (the searcher's) -------------------------------------------------------------------
+    def search(
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        *,
+        mode: str = "dense",
+        filter: Mapping[str, Any] | None = None,
+        fusion: str | None = None,
+        weights: Sequence[float] | None = None,
+        rrf_k: float = 60.0,
+        normalization: str | None = None,
+        candidates: int = 100,
+        rerank: Any = None,
+        rerank_k: int | None = None,
+        unit: str = "document",
+        aggregate: str = "max",
+        batch_size: int = 32,
+    ) -> Any:
+        """The k best documents for a query (a list of hits) or for each of several queries.
+
+        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
+          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
+          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
+          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
+          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
+          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
+          three weights, None: the collection's, see `m3_pass.py`).
+        - filter: metadata conditions (see `filters.py`), applied before ranking.
+        - candidates: how many each retriever hands to fusion and rerank.
+        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
+          (default `candidates`) results by reading query and document together.
+        - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
+          or "sum", see `results.py`) or "passage" (passages ranked on their own).
+        """
+        return self.searcher.search(
+            query, k, mode=mode, filter=filter, fusion=fusion, weights=weights, rrf_k=rrf_k,
+            normalization=normalization, candidates=candidates, rerank=rerank, rerank_k=rerank_k,
+            unit=unit, aggregate=aggregate, batch_size=batch_size,
+        )  # fmt: skip
+
+    def retrievers(self, mode: str) -> list[str]:
+        """The retrievers a search `mode` runs (`Searcher.retrievers`)."""
+        return self.searcher.retrievers(mode)
+
+    def sample(
+        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
+    ) -> tuple[list[Document], np.ndarray]:
+        """Up to `limit` documents spread evenly over the collection, with their stored vectors
+        (`Searcher.sample`)."""
+        return self.searcher.sample(limit, filter)
+
+    def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
+        """The query's BM25 terms each hit's passage contains (`Searcher.matched_terms`)."""
+        return self.searcher.matched_terms(query, hits)
+
+    # -- encoding (the encoding's) ----------------------------------------------------------------------
+    @property
+    def encoder(self) -> Any:
+        """The collection's model, loaded on first need."""
+        return self.encoding.encoder
+
+    @property
+    def query_encoder(self) -> Any:
+        """What encodes queries (`Encoding.query_encoder`)."""
+        return self.encoding.query_encoder
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Encode with `encoder`, the collection's model already loaded elsewhere (`Encoding.use_encoder`)."""
+        self.encoding.use_encoder(encoder)
+
+    @property
+    def images(self) -> ImageFiles | None:
+        """The stored image files of an image collection (a folder collection's `images/`)."""
+        return self.encoding.images
+
+    @property
+    def pace(self) -> Callable[[], int | None] | None:
+        """A hook a server sets, called before each batch of a write's work (`Encoding.tokenize`)."""
+        return self.encoding.pace
+
+    @pace.setter
+    def pace(self, hook: Callable[[], int | None] | None) -> None:
+        self.encoding.pace = hook
+
+    def warm_up(self) -> None:
+        """Load the lexical analyser now (`Encoding.warm_up`)."""
+        self.encoding.warm_up()

@@ -1,6 +1,6 @@
 """Searching a collection: dense, lexical (BM25), sparse, multi-vector, hybrid and bge-m3 retrieval over
 its passages, filters, grouping into documents, and an optional cross-encoder rerank. `Collection`
-mixes this in; it holds the store and the indexes (`collection.py`).
+holds a `Searcher` over its store and indexes (`collection.py`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from ..backends.base import (
 )
 from ..backends.filters import compile_filter
 from ..index.fusion import FUSIONS, fuse
+from .encoding import Encoding
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
 MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
@@ -60,32 +60,30 @@ def passages_to_fetch(pool: int, counts: Counts | None) -> int:
     return min(pool * PASSAGES_PER_DOCUMENT, math.ceil(pool * factor))
 
 
-class CollectionSearch:
-    """The search half of `Collection` (see `collection.py` for the attributes it reads)."""
+class Searcher:
+    """How a collection answers searches: its retrievers, filters, fusion, grouping of passages into
+    documents and reranking. `Collection` holds one and hands it the parts it searches."""
 
-    store: Store
-    dense: DenseSearch
-    lexical: LexicalSearch
-    sparse: Any  # a SparseRetriever, or None for a collection without a sparse model
-    extras: dict[str, Any]  # the extra retrievers by mode name (`retrievers.py`)
-    m3: Any  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
-    config: dict[str, Any]
-    _device: str | None
-    _cross_encoders: dict[str, Any]
-    _beside: ThreadPoolExecutor  # the one thread a dense index searching apart runs on (started at first use)
+    def __init__(
+        self,
+        store: Store,
+        config: dict[str, Any],
+        encoding: Encoding,
+        dense: DenseSearch,
+        lexical: LexicalSearch,
+        extras: dict[str, Any],
+        m3: Any,
+    ) -> None:
+        self.store, self.config, self.encoding = store, config, encoding
+        self.dense, self.lexical = dense, lexical
+        self.extras = extras  # the extra retrievers by mode name (`retrievers.py`)
+        self.m3 = m3  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
+        self._cross_encoders: dict[str, Any] = {}
+        # the one thread a dense index searching apart runs on (started at first use)
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")
 
-    if TYPE_CHECKING:
-
-        def _encode(
-            self,
-            texts: Sequence[str | Path],
-            prompt_name: str | None,
-            batch_size: int,
-            progress: bool,
-            queries: bool = False,
-        ) -> np.ndarray: ...
-
-        def _tokenizer(self) -> Any: ...
+    def close(self) -> None:
+        self._beside.shutdown()
 
     def sample(
         self, limit: int = 2000, filter: Mapping[str, Any] | None = None
@@ -106,7 +104,7 @@ class CollectionSearch:
         keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
         indexed them (their stored tokens, with the default chunking those of the passage's window),
         not tokenized again."""
-        terms = list(dict.fromkeys(self._tokenizer()(query)))
+        terms = list(dict.fromkeys(self.encoding.tokenizer()(query)))
         stored = self.store.tokens_of([h.label for h in hits])
         return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
 
@@ -128,22 +126,7 @@ class CollectionSearch:
         aggregate: str = "max",
         batch_size: int = 32,
     ) -> Any:
-        """The k best documents for a query (a list of hits) or for each of several queries.
-
-        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
-          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
-          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
-          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
-          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
-          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
-          three weights, None: the collection's, see `m3_pass.py`).
-        - filter: metadata conditions (see `filters.py`), applied before ranking.
-        - candidates: how many each retriever hands to fusion and rerank.
-        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
-          (default `candidates`) results by reading query and document together.
-        - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
-          or "sum", see `results.py`) or "passage" (passages ranked on their own).
-        """
+        """`Collection.search` (see there)."""
         single = isinstance(query, str) or is_image_input(query)
         queries: list[Any] = [query] if single else list(query)
         for i, q in enumerate(queries):
@@ -281,7 +264,7 @@ class CollectionSearch:
         if name == "lexical":
             if native is not None and isinstance(self.lexical, FiltersLexicalNatively):
                 self.lexical.sync(self.store)
-                tokenizer = self._tokenizer()
+                tokenizer = self.encoding.tokenizer()
                 return self.lexical.search_native([tokenizer(q) for q in queries], k, native)
             return self._lexical_search(queries, k, allowed, where)
         results: list[list[tuple[int, float]]] = self.extras[name].search(
@@ -340,7 +323,9 @@ class CollectionSearch:
         dense.sync(self.store)
         if (allowed is not None and len(allowed) == 0) or not dense.index:  # empty: skip encoding
             return [[] for _ in queries]
-        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False, queries=True)
+        vectors = self.encoding.encode(
+            queries, self.config["query_prompt_name"], batch_size, False, queries=True
+        )
         labels, scores = dense.search(self.store, vectors, k, allowed, where)
         return [
             [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
@@ -357,7 +342,7 @@ class CollectionSearch:
         self.lexical.sync(self.store)
         if allowed is not None and len(allowed) == 0:
             return [[] for _ in queries]
-        tokenizer = self._tokenizer()
+        tokenizer = self.encoding.tokenizer()
         tokens = [tokenizer(q) for q in queries]
         if isinstance(self.lexical, FiltersLexicalInSql):  # the filter runs in the backend's query
             return self.lexical.search_where(tokens, k, where)
@@ -414,7 +399,7 @@ class CollectionSearch:
         if key not in self._cross_encoders:
             from ...encoders.cross import load_cross_encoder
 
-            self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
+            self._cross_encoders[key] = load_cross_encoder(key, device=self.encoding.device)
         return self._cross_encoders[key]
 
 
