@@ -58,7 +58,7 @@ from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
 from .results import AddResult, SearchHit
-from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
+from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import Searcher
 from .sections import Section, outline_of
 
@@ -156,31 +156,23 @@ class Collection:
         document_prompt_name: str | None = None,
         chunking: Mapping[str, Any] | None = None,
         device: str | None = None,
-        sparse_model: str | os.PathLike[str] | None = None,
-        sparse_encoder: Any = None,
-        multi_vector_model: str | os.PathLike[str] | None = None,
-        multi_vector_encoder: Any = None,
-        m3_model: str | os.PathLike[str] | None = None,
-        m3_encoder: Any = None,
+        retrievers: RetrieverModels | Mapping[str, Any] | None = None,
+        **models: Any,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
-        passages (see `passages.py`). Extra retrievers (each model a folder or hub id, optionally
-        already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder, PostgreSQL and
-        Qdrant collections), `multi_vector_model` (ColBERT; folder and Qdrant), or `m3_model` (bge-m3, in
-        place of `model`: dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`; folder and
-        Qdrant). The folder (or the PostgreSQL schema, with `backend`) appears complete or not
-        at all."""
+        passages (see `passages.py`). `retrievers`: the extra retrievers (`RetrieverModels`, or a
+        mapping such as {"sparse": "naver/splade-v3"}): SPLADE ("sparse"), ColBERT
+        ("multi_vector") or bge-m3 in place of `model` ("m3"); the keywords `sparse_model`,
+        `multi_vector_model`, `m3_model` and their `*_encoder` (the model already loaded) say the
+        same. The folder (or the PostgreSQL schema, with `backend`) appears complete or not at all."""
+        extra_models = RetrieverModels.of(retrievers, **models)
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
-        extras, loaded = extras_config(
-            place, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
-            multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
-            m3_model=m3_model, m3_encoder=m3_encoder,
-        )  # fmt: skip
+        extras, loaded = extras_config(place, device, extra_models)
         if "m3" in loaded:
             if model is not None or encoder is not None:
                 raise ValueError("m3_model is the collection's model; give no model or encoder beside it")

@@ -12,6 +12,8 @@ its index with the stored passages.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -64,21 +66,75 @@ class Retriever(Protocol):
     def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
 
 
+# Extra retrievers' models by kind: the search mode they serve ("sparse", "multi_vector"), or "m3"
+# (bge-m3 in place of the dense model, with both extra retrievers from one pass).
+KINDS = ("sparse", "multi_vector", "m3")
+
+
+@dataclass(frozen=True)
+class Model:
+    """An extra retriever's model: the folder or hub id the collection reloads it by, and
+    optionally the model already loaded (`encoder`)."""
+
+    name: str | os.PathLike[str] | None = None
+    encoder: Any = None
+
+
+@dataclass(frozen=True)
+class RetrieverModels:
+    """The extra retrievers a new collection holds beside dense and BM25, one `Model` (or None) per
+    kind: `sparse` (SPLADE; folder, PostgreSQL and Qdrant collections), `multi_vector` (ColBERT;
+    folder and Qdrant) or `m3` (bge-m3 in place of the collection's model: dense, sparse and
+    ColBERT vectors from one pass, see `m3_pass.py`; folder and Qdrant). A new kind is a field here,
+    not a pair of parameters of `Collection.create`."""
+
+    sparse: Model | None = None
+    multi_vector: Model | None = None
+    m3: Model | None = None
+
+    @classmethod
+    def of(cls, spec: RetrieverModels | Mapping[str, Any] | None = None, **keywords: Any) -> RetrieverModels:
+        """The spec from `Collection.create`'s `retrievers` (this class, or a mapping of kind to a
+        model name, a `Model`, or None) and its older keywords (`sparse_model`, `sparse_encoder`,
+        `multi_vector_model`, `multi_vector_encoder`, `m3_model`, `m3_encoder`), which it replaces;
+        a kind given both ways is refused."""
+        given: dict[str, Any] = {}
+        if isinstance(spec, RetrieverModels):
+            given = {kind: getattr(spec, kind) for kind in KINDS}
+        elif spec is not None:
+            unknown = set(spec) - set(KINDS)
+            if unknown:
+                raise ValueError(f"unknown retriever {sorted(unknown)[0]!r}; choose from {', '.join(KINDS)}")
+            given = {k: v if v is None or isinstance(v, Model) else Model(v) for k, v in spec.items()}
+        parts: dict[str, dict[str, Any]] = {}
+        for key, value in keywords.items():
+            kind, _, part = key.rpartition("_")
+            if kind not in KINDS or part not in ("model", "encoder"):
+                raise TypeError(f"Collection.create() got an unexpected keyword argument {key!r}")
+            if value is not None:
+                parts.setdefault(kind, {})[part] = value
+        for kind, named in parts.items():
+            if given.get(kind) is not None:
+                raise ValueError(f"the {kind} retriever is given twice (in retrievers and as {kind}_*)")
+            given[kind] = Model(named.get("model"), named.get("encoder"))
+        return cls(**given)
+
+    def named(self, kind: str) -> tuple[str | os.PathLike[str] | None, Any]:
+        """(model name, loaded encoder) of `kind`, (None, None) when the collection has none."""
+        model = getattr(self, kind)
+        return (None, None) if model is None else (model.name, model.encoder)
+
+
 def extras_config(
-    backend: Any,
-    device: str | None,
-    *,
-    sparse_model: str | os.PathLike[str] | None = None,
-    sparse_encoder: Any = None,
-    multi_vector_model: str | os.PathLike[str] | None = None,
-    multi_vector_encoder: Any = None,
-    m3_model: str | os.PathLike[str] | None = None,
-    m3_encoder: Any = None,
+    backend: Any, device: str | None, models: RetrieverModels
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What a new collection records for its extra retrievers, and the encoders already loaded (by
     name: "sparse", "multi_vector", and for bge-m3 "m3", the one pass that also encodes dense)."""
     config: dict[str, Any] = {}
     encoders: dict[str, Any] = {}
+    sparse_model, sparse_encoder = models.named("sparse")
+    multi_vector_model, multi_vector_encoder = models.named("multi_vector")
+    m3_model, m3_encoder = models.named("m3")
     if m3_model is not None or m3_encoder is not None:
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
