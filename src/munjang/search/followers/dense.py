@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,17 +32,6 @@ EXHAUSTIVE_LIMIT = 20_000
 # A reader masks at most this many of a viewed graph's labels (deleted since its save), each search
 # fetching that many more hits; past it, the reader reads the graph in and removes them.
 MASK_LIMIT = 1_000
-
-
-class VectorIndex(Protocol):
-    """What ExactIndex and HNSWIndex share: labelled vectors, top-k search, larger score = better."""
-
-    def __len__(self) -> int: ...
-    def add(self, ids: Any, vectors: Any) -> None: ...
-    def remove(self, ids: Any) -> Any: ...
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-    def ids(self) -> np.ndarray: ...
-    def memory_bytes(self) -> int: ...
 
 
 def replay(

@@ -34,21 +34,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .merge import merged_sum
 
-
-class PostgresStore(Protocol):
-    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-
-    def t(self, table: str) -> str: ...
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
 
 
 # The methods scored in SQL (a document without a query term scores zero in them).

@@ -19,7 +19,7 @@ in process; ties go to the lower label.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,18 +27,10 @@ from ..base import CollectionError
 from .lexical import has_tables
 from .merge import merged_sum
 
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
+
 SPARSE_TABLES = ("sparse_vectors", "sparse_postings")
-
-
-class PostgresStore(Protocol):
-    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-    path: str
-
-    def t(self, table: str) -> str: ...
 
 
 def has_sparse(store: PostgresStore) -> bool:

@@ -116,7 +116,7 @@ def _release_local(path: Path) -> None:
 
 class QdrantRecords(DocumentStore):
     """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open. It
-    logs metadata changed in place (`qdrant_index.LogsMetadataUpdates`) for the push."""
+    logs metadata changed in place for the push (`QdrantPoints.sync`)."""
 
     def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
         super().__init__(path, readonly=readonly)

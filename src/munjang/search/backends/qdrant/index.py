@@ -25,7 +25,7 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from .bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, te
 from .filters import compile_native, filter_payload, merge_kinds
 from .sparse import sparse_config, sparse_points
 from .tokens import token_points, tokens_config
+
+if TYPE_CHECKING:
+    from .backend import QdrantRecords  # which imports this module
 
 MAX_EF = 1000
 REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
@@ -51,16 +54,6 @@ def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tu
     norm = k1 * (1.0 - b + b * len(tokens) / max(avgdl, 1e-9))
     indices = sorted(counts)
     return indices, [counts[i] / (counts[i] + norm) for i in indices]
-
-
-@runtime_checkable
-class LogsMetadataUpdates(Protocol):
-    """A store that logs metadata changed in place (an upsert of the same text), which no
-    watermark shows, so that the push carries them to Qdrant's payload."""
-
-    def metadata_seq(self) -> int: ...
-    def metadata_updates_after(self, seq: int) -> dict[int, str]: ...
-    def prune_metadata_log(self, through: int) -> None: ...
 
 
 class QdrantPoints:
@@ -108,16 +101,17 @@ class QdrantPoints:
     def watermark(self) -> Watermark:
         return Watermark(int(self.state["label"]), int(self.state["deletion"]))
 
-    def sync(self, store: Any) -> bool:
-        """A writer pushes what the store changed since the watermark; a reader re-reads the
-        watermark. True when Qdrant moved on."""
+    def sync(self, store: QdrantRecords) -> bool:
+        """A writer pushes what the store changed since the watermark (and the metadata its log
+        says was changed in place, which no watermark shows); a reader re-reads the watermark.
+        True when Qdrant moved on."""
         with self._lock:
             before = self.watermark
             if not self.writer:
                 self.state = self._read_state()
                 return self.watermark != before
             stale = not self.state.get("exact") and before.label > 0
-            logged = store.metadata_seq() if isinstance(store, LogsMetadataUpdates) else 0
+            logged = store.metadata_seq()
             moved = logged > int(self.state.get("metadata_seq", 0))
             if store.watermark() == before and not stale and not moved and not _drifted(self.state):
                 return False
@@ -134,7 +128,7 @@ class QdrantPoints:
                     model, dim = self.config["model"], int(self.config["dim"])
                     for labels, vectors in store.vectors_after(model, dim, before.label, batch=2_000):
                         self._upsert(store, labels, vectors, push)
-                if moved and isinstance(store, LogsMetadataUpdates):
+                if moved:
                     self._update_metadata(
                         store.metadata_updates_after(int(self.state.get("metadata_seq", 0))), push
                     )
@@ -161,7 +155,7 @@ class QdrantPoints:
                     state = {**state, **self._reweight(store, now)}
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
-            if moved and isinstance(store, LogsMetadataUpdates):
+            if moved:
                 store.prune_metadata_log(logged)  # Qdrant holds these now: the log keeps only its mark
             return True
 
