@@ -355,13 +355,14 @@ def test_a_collection_of_short_documents_and_one_long_fetches_fewer_passages_and
     counts = col.store.counts()
     assert counts is not None and 0 < counts.passages - counts.documents < counts.passages / 10
     asked: list[int] = []
-    dense_search = search.Searcher._dense_search
+    retrieve = search.Searcher._retrieve
 
-    def spied(self: search.Searcher, queries: list, k: int, *args: Any, **kwargs: Any) -> Any:
-        asked.append(k)
-        return dense_search(self, queries, k, *args, **kwargs)
+    def spied(self: search.Searcher, name: str, queries: list, k: int, *args: Any, **kwargs: Any) -> Any:
+        if name == "dense":
+            asked.append(k)
+        return retrieve(self, name, queries, k, *args, **kwargs)
 
-    monkeypatch.setattr(search.Searcher, "_dense_search", spied)
+    monkeypatch.setattr(search.Searcher, "_retrieve", spied)
     got = col.search("제주도 한라산", k=20, mode="dense")
     monkeypatch.setattr(search, "FULL_FETCH_SHARE", 1e-9)  # as before: 4 passages per document
     full = col.search("제주도 한라산", k=20, mode="dense")

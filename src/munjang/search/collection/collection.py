@@ -1,11 +1,12 @@
 """A persistent search collection: documents, ids, metadata and every index, in one place.
 
-Where that place is, is the backend's business (`storage.py`): a folder with SQLite by default
-(`folder_backend.py`), or a schema in PostgreSQL with pgvector (`backend="postgresql://..."`,
-`postgres_backend.py`). The API, the search modes and the results are the same on each.
+Where that place is, is the backend's business (`backends/`): a folder with SQLite by default
+(`backends/folder/`), a schema in PostgreSQL with pgvector (`backend="postgresql://..."`), or Qdrant
+(`backend="qdrant://..."`). The API, the search modes and the results are the same on each.
 
-The store is the source of truth and every index is derived from it (see `store.py` and
-`live_index.py`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
+The store is the source of truth and every index is derived from it; the backend hands out each
+retriever (`Backend.retriever`: its own search, or an index in this process following the store,
+`followers/`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
 killed at any moment leaves the collection at its last commit, and an index saved before that commit
 is caught up from the database when the collection opens. Readers in other processes see each
 commit at their next search.
@@ -39,19 +40,13 @@ from ..backends.base import (
     CollectionNotFoundError,
     Counts,
     Document,
-    KeepsLexicalFiles,
-    LexicalSearch,
     NewRow,
-    ProvidesLexical,
     ReadOnlyError,
-    SavesTail,
     Store,
     text_hash,
 )
 from ..backends.filters import compile_filter
 from ..backends.schemes import collection_names, drop_collection, is_storage_error, open_backend
-from ..followers.dense import label_problems
-from ..followers.lexical import LexicalIndex
 from ..index.exact import ExactIndex
 from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
@@ -119,19 +114,10 @@ class Collection:
             device,
         )
         self._lock_timeout = lock_timeout
-        self.dense = backend.dense_index(store, self.config)
-        own = None  # BM25 answered by the backend itself, where it can
-        if isinstance(backend, ProvidesLexical):
-            own = backend.lexical_index(store, self.config["lexical"])
-        self.lexical: LexicalSearch = (
-            own
-            if own is not None
-            else LexicalIndex(
-                self.config["lexical"],
-                backend.reader() if background_refresh else None,
-                backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
-            )
-        )
+        # Every retriever is the backend's to hand out: its own search, or an index in this process
+        # following the store (`followers/`); the collection runs them alike.
+        self.dense = backend.retriever("dense", store, self.config)
+        self.lexical = backend.retriever("lexical", store, self.config, background_refresh)
         self.extras = open_extras(self.config, store, encoders, device, backend)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
         self.searcher = Searcher(
@@ -287,7 +273,7 @@ class Collection:
                     else:
                         self._maybe_save()
                     if self.lexical.ready:  # a writer that built BM25 leaves its files current
-                        self._save_lexical()
+                        self.lexical.save_files(self.store)
         except CollectionNotFoundError:
             pass
         finally:
@@ -371,7 +357,7 @@ class Collection:
                         self.lexical.sync(self.store)
                     # a long add saves its indexes as it goes, so a reader opened meanwhile replays
                     # little from the store (each save costs what was added since the last)
-                    self._save_lexical(least=SAVE_EVERY)
+                    self.lexical.save_files(self.store, least=SAVE_EVERY)
                     self.dense.sync(self.store)
                     self._maybe_save()
                     bar.update(len(ids[start:end]))
@@ -379,7 +365,7 @@ class Collection:
                 bar.close()
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical(least=SAVE_EVERY)
+            self.lexical.save_files(self.store, least=SAVE_EVERY)
         return result
 
     def upsert(
@@ -518,16 +504,8 @@ class Collection:
                 removed = self.store.delete(list(ids))
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical(least=SAVE_EVERY)
+            self.lexical.save_files(self.store, least=SAVE_EVERY)
         return removed
-
-    def _save_lexical(self, least: int = 1) -> None:
-        """Bring the saved BM25 files up to this write (what it added: a new reader maps them), once
-        at least `least` passages and deletions are unsaved."""
-        if isinstance(self.lexical, LexicalIndex) and self.lexical.persistent:
-            self.lexical.sync(self.store)
-            if self.lexical.unsaved >= least:
-                self.lexical.save()
 
     def _maybe_save(self) -> None:
         """Save the dense index file when much has changed since the last save; a crash before that
@@ -539,7 +517,7 @@ class Collection:
         )
         if changed >= max(10_000, len(self.dense.index) // 10):
             self.backend.save_dense(self.dense)
-        elif isinstance(self.dense, SavesTail) and self.dense.tail_due():
+        elif self.dense.tail_due():
             self.backend.save_dense(self.dense, tail=True)  # what a new reader would read back
 
     def flush(self) -> None:
@@ -591,10 +569,7 @@ class Collection:
         self.lexical.sync(self.store, wait=True)
         with self.store.snapshot():
             labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
-        problems += label_problems("dense index", self.dense.index.ids(), labels)
-        if not np.array_equal(self.lexical.labels, labels):
-            problems.append("lexical index does not match the documents")
-        for retriever in self.extras.values():
+        for retriever in (self.dense, self.lexical, *(r.engine for r in self.extras.values())):
             problems += retriever.problems(self.store, labels)
         return problems
 

@@ -3,10 +3,10 @@ multi-vector (ColBERT, `multi_vector_retriever.py`), and bge-m3 giving both plus
 from one pass (`m3_pass.py`).
 
 Each is recorded in the collection's configuration under its search mode's name ("sparse",
-"multi_vector") and shares one small interface, so `Collection` handles them alike: at add time
-`missing` computes the vectors the store's cache lacks, `put` writes them in the passage's
-transaction; `search` ranks (its index caught up from the store by watermark), `problems` compares
-its index with the stored passages.
+"multi_vector") and is its model's side of the retriever, the same for each, so `Collection`
+handles them alike: at add time `missing` computes the vectors the store's cache lacks, `put` writes
+them in the passage's transaction; at search time `encode_queries` is the query side, and `engine`,
+the backend's retriever of that kind (`Backend.retriever`), ranks; `stored` and `problems` ask it.
 """
 
 from __future__ import annotations
@@ -14,56 +14,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..backends.base import KeepsExtraVectors
+from ..backends.base import Backend
 
 if TYPE_CHECKING:
     from .m3_pass import OnePass
+    from .multi_vector_retriever import MultiVectorRetriever
+    from .sparse_retriever import SparseRetriever
+
+    ExtraRetriever = SparseRetriever | MultiVectorRetriever
 
 # The retrievers' modules are imported when a collection has them: they bring torch and the model
 # code, which a collection of dense and BM25 alone (and a reader that never encodes) does without.
 
 # The extra retrievers in the order hybrid search (and its `weights`) takes them, after dense, lexical.
 EXTRAS = ("sparse", "multi_vector")
-
-
-class Retriever(Protocol):
-    """What a collection calls on an extra retriever."""
-
-    name: str
-    key: str
-
-    def missing(self, store: Any, hashes: Any, texts: Any) -> tuple[list[str], list[Any]]: ...
-
-    def put(self, store: Any, hashes: list[str], values: list[Any]) -> None: ...
-
-    @property
-    def sql_filters(self) -> bool:
-        """Whether `search` applies the compiled SQL filter `where` itself (else `allowed` labels)."""
-        ...
-
-    def native_filter(self, spec: Any) -> Any | None:
-        """The filter compiled for the engine that searches it (`FiltersNatively`), or None."""
-        ...
-
-    def search(
-        self,
-        store: Any,
-        queries: Any,
-        k: int,
-        allowed: np.ndarray | None,
-        where: Any = None,
-        native: Any = None,
-    ) -> list[list[tuple[int, float]]]: ...
-
-    def stored(self, store: Any, labels: np.ndarray) -> list[Any]:
-        """What it holds for each label (bge-m3's scoring reads the candidates' vectors)."""
-        ...
-
-    def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
 
 
 # Extra retrievers' models by kind: the search mode they serve ("sparse", "multi_vector"), or "m3"
@@ -126,7 +92,7 @@ class RetrieverModels:
 
 
 def extras_config(
-    backend: Any, device: str | None, models: RetrieverModels
+    backend: Backend, device: str | None, models: RetrieverModels
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What a new collection records for its extra retrievers, and the encoders already loaded (by
     name: "sparse", "multi_vector", and for bge-m3 "m3", the one pass that also encodes dense)."""
@@ -138,7 +104,7 @@ def extras_config(
     if m3_model is not None or m3_encoder is not None:
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
-        if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("m3")):
+        if "m3" not in backend.retrievers:
             raise ValueError(
                 f"a bge-m3 collection needs a folder or Qdrant collection; {backend.kind} has none"
             )
@@ -179,20 +145,20 @@ def m3_pass(config: dict[str, Any], encoders: dict[str, Any], device: str | None
 
 
 def open_extras(
-    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None, backend: Any
-) -> dict[str, Retriever]:
-    """The collection's extra retrievers, by mode name, in hybrid's order (EXTRAS); the sparse one
-    is searched by the backend where it provides that (`ProvidesSparse`)."""
-    out: dict[str, Retriever] = {}
+    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None, backend: Backend
+) -> dict[str, ExtraRetriever]:
+    """The collection's extra retrievers, by mode name, in hybrid's order (EXTRAS), each searched by
+    the index its backend hands out for that kind."""
+    out: dict[str, ExtraRetriever] = {}
     if config.get("sparse"):
         from .sparse_retriever import SparseRetriever
 
-        out["sparse"] = SparseRetriever(config["sparse"], store, encoders.get("sparse"), device, backend)
+        out["sparse"] = SparseRetriever(config, store, encoders.get("sparse"), device, backend)
     if config.get("multi_vector"):
         from .multi_vector_retriever import MultiVectorRetriever
 
         out["multi_vector"] = MultiVectorRetriever(
-            config["multi_vector"], store, encoders.get("multi_vector"), device, backend
+            config, store, encoders.get("multi_vector"), device, backend
         )
     return out
 

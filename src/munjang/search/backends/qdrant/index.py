@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...._util.extras import require
-from ..base import Watermark
+from ...followers.dense import label_problems
+from ..base import Filter, Queries, TopK, Watermark, ranked_rows
 from .bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
 from .filters import compile_native, filter_payload, merge_kinds
 from .sparse import sparse_config, sparse_points
@@ -376,7 +377,6 @@ class QdrantDense:
     allowed labels, applied inside Qdrant's search either way."""
 
     persistent = False
-    sql_filters = False
 
     def __init__(self, points: QdrantPoints) -> None:
         self.points = points
@@ -405,6 +405,32 @@ class QdrantDense:
 
     def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
         return self.points.native_filter(spec)
+
+    def tail_due(self) -> bool:
+        return False  # Qdrant keeps its own state
+
+    def apart(self) -> None:
+        return None
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, Qdrant's top-k per query vector, filtered in Qdrant: by the filter compiled
+        for it where that keeps its meaning, else by the labels it allows."""
+        self.sync(store)
+        native = allowed = None
+        if filter is not None:
+            native = filter.native("qdrant", self.native_filter)
+            allowed = filter.allowed if native is None else None
+        if (allowed is not None and len(allowed) == 0) or not self:
+            return queries.none()
+        return ranked_rows(*self.search(store, queries.encoded, k, allowed, native))
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[Any]:
+        config = self.points.config
+        return list(store.vectors_of(config["model"], int(config["dim"]), np.asarray(labels, dtype=np.int64)))
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        self.sync(store)
+        return label_problems("dense index", self.ids(), labels)
 
     def search(
         self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
@@ -446,6 +472,30 @@ class QdrantLexical:
 
     def sync(self, store: Any, wait: bool = False) -> bool:
         return self.points.sync(store)
+
+    def save_files(self, store: Any, least: int = 1) -> None:
+        """No files: Qdrant holds the postings."""
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, the top-k per tokenized query, filtered in Qdrant: by the filter compiled for
+        it where that keeps its meaning, else by the labels it allows."""
+        self.sync(store)
+        if filter is not None:
+            native = filter.native("qdrant", self.native_filter)
+            if native is not None:
+                return self.search_native(queries.encoded, k, native)
+            if len(filter.allowed) == 0:
+                return queries.none()
+            return self.search(queries.encoded, k, filter.allowed)
+        return self.search(queries.encoded, k)
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
+        found = store.tokens_of(list(labels))
+        return [found.get(int(x), []) for x in labels]
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        self.sync(store, wait=True)
+        return [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
 
     def search(
         self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None
