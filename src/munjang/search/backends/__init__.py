@@ -1,6 +1,7 @@
-"""Where a collection lives: the contract and its vocabulary (base.py), the factory that picks a
-backend (backends.py), the backends (folder.py + sqlite_store.py; postgres.py + postgres_store.py +
-postgres_dense.py), and the in-process indexes that follow a store for a backend that does not
-retrieve by itself (live_index.py, live_retrievers.py). Metadata filters and their compiled forms:
-filters.py. Disk faults: disk_faults.py.
+"""Where a collection lives: the contract and its vocabulary (base.py: `Store`, `Retriever`,
+`DenseSearch`, `LexicalSearch`, `Backend`, and the `Filter` and `Queries` a retriever is handed),
+the factory that picks a backend (schemes.py), the backends (folder/, postgres/, qdrant/), each
+handing out its retrievers by kind (`Backend.retriever`): its own searches, or the in-process
+indexes that follow a store (`search/followers/`). Metadata filters compiled to SQL: filters.py.
+Disk faults: disk_faults.py.
 """

@@ -7,8 +7,9 @@
       lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
       write.lock           one writer at a time (a drop is refused while it is held); readers never take it
 
-The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
-`live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
+The database (`sqlite_store.py`) is the source of truth; the indexes (`followers/dense.py`,
+`followers/lexical.py`) are saved beside it as derived files and caught up from the database when it
+opens; every retriever runs in this process (`FolderBackend.retriever`).
 """
 
 from __future__ import annotations
