@@ -57,13 +57,14 @@ def main(argv: list[str] | None = None) -> None:
     monitor = psycopg.connect(url, autocommit=True)
     pool = load_corpus(5000, seed=0, lang="ko")
     asked: list[int] = []
-    dense_search = type(collection)._dense_search
+    retrieve = type(collection.searcher)._retrieve
 
-    def spied(self: Any, queries: list[str], k: int, *rest: Any, **kwargs: Any) -> Any:
-        asked.append(k)
-        return dense_search(self, queries, k, *rest, **kwargs)
+    def spied(self: Any, name: str, queries: list[str], k: int, *rest: Any, **kwargs: Any) -> Any:
+        if name == "dense":
+            asked.append(k)
+        return retrieve(self, name, queries, k, *rest, **kwargs)
 
-    type(collection)._dense_search = spied  # type: ignore[method-assign]
+    type(collection.searcher)._retrieve = spied  # type: ignore[method-assign]
     first = collection.store.watermark().label + 1
     rows = []
     for turn in range(args.rounds):

@@ -92,7 +92,7 @@ def run_set(name: str, args: argparse.Namespace, encoder: Any, colbert: Any, wor
     stored_bytes, stored_tokens = col.store.conn.execute(
         "SELECT sum(length(vectors)), sum(n_tokens) FROM token_vectors"
     ).fetchone()
-    live = col.multi_vector.live
+    live = col.multi_vector.engine  # the folder's in-process token index
     live.sync(col.store)
     flat_bytes = live.index.memory_bytes()
     rankings = {}

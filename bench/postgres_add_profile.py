@@ -4,8 +4,8 @@ The cheap encoder and Korean passages of `collection_scale.py` (a random 64-d st
 costs little, so storage shows); each backend gets a warm-up add, then `--rounds` adds of `--batch`
 passages. Per round: passages/s and the seconds spent in the store's writes (`put_embeddings`,
 `insert`, which includes the BM25 postings, `index_passages`, and the VACUUM after each commit,
-`vacuum_postings`) and in the collection's own work (`_tokenize`: Kiwi, `_vectors`: encoding,
-`_plan`: passages). Times taken on a loaded machine compare only within one run.
+`vacuum_postings`) and in the collection's own work (`Encoding.tokenize`: Kiwi, `vectors`: encoding,
+`plan`: passages). Times taken on a loaded machine compare only within one run.
 
     python bench/postgres_add_profile.py --batch 5000 --rounds 2 --name postgres_add_profile
 """
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("insert", "put_embeddings", "existing", "cached_hashes", "vacuum_postings"):
         timed(spent, postgres_store.PostgresStore, name)
     timed(spent, postgres_store, "index_passages")
-    for name in ("_tokenize", "_vectors", "_plan"):
-        timed(spent, encoding.CollectionEncoding, name)
+    for name in ("tokenize", "vectors", "plan"):
+        timed(spent, encoding.Encoding, name)
     work = Path(tempfile.mkdtemp(prefix="munjang-addprofile-"))
     model = str(cheap_encoder(work / "static64"))
     pool = load_corpus(5000, seed=0, lang="ko")

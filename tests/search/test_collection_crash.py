@@ -165,7 +165,7 @@ def test_sigkill_with_a_sparse_retriever_loses_nothing_committed(tmp_path: Path,
             assert all(d is not None for d in present), f"round {round_number}: committed documents lost"
             model = col.sparse.encoder
             for doc in rng.sample([d for d in present if d is not None], min(3, len(committed))):
-                stored = col.sparse.live.index.vector(doc.label)
+                stored = col.sparse.engine.index.vector(doc.label)
                 fresh = model.encode_document(doc.text).coalesce()
                 want = dict(zip(fresh.indices()[0].tolist(), fresh.values().tolist(), strict=True))
                 assert stored == pytest.approx(want, abs=1e-5), (

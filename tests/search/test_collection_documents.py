@@ -15,6 +15,7 @@ import pytest
 from munjang.search.backends.folder.sqlite_store import DocumentStore
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.passages import ChunkingConfig
+from munjang.search.collection.search import Searcher
 from tests.helpers.collection_backends import Backend
 from tests.helpers.documents import SENTENCES, numbered
 
@@ -49,7 +50,7 @@ def test_a_long_document_becomes_passages_that_tile_it_and_search_returns_the_do
         for a, b in itertools.pairwise(parts):
             assert a.end == b.start
         assert all(p.text == LONG[p.start : p.end] for p in parts)
-        count = col._planner.count  # type: ignore[union-attr]
+        count = col.encoding.planner.count  # type: ignore[union-attr]
         assert max(count([p.text for p in parts])) <= 32
         # get() gives the whole document back, not a passage.
         assert col.get(["long"])[0].text == LONG  # type: ignore[union-attr]
@@ -101,7 +102,7 @@ def test_bm25_counts_a_window_once_however_many_passages_share_it(backend: Backe
         stored = col.store.tokens_of([p.label for p in passages])
         texts = list(dict.fromkeys(tuple(stored[p.label]) for p in passages))
         assert len(passages) >= len(texts) + 2  # passages of the page share its window's tokens
-        query = col._tokenizer()("서울 바다")
+        query = col.encoding.tokenizer()("서울 바다")
         once = BM25Index(**col.config["lexical"])
         once.index_tokens([list(t) for t in texts])
         score = dict(zip(texts, once.get_scores_tokens(query), strict=True))
@@ -311,7 +312,7 @@ def test_a_search_reads_the_documents_of_its_best_hits_not_of_every_candidate(
         read.append(len(labels))
         return documents(labels)
 
-    def read_everything(self: Collection, ranked: list, need: int, grouped: bool, aggregate: str) -> tuple:
+    def read_everything(self: Searcher, ranked: list, need: int, grouped: bool, aggregate: str) -> tuple:
         docs = documents([label for label, _, _ in ranked])
         return [r for r in ranked if r[0] in docs], docs
 
@@ -324,7 +325,7 @@ def test_a_search_reads_the_documents_of_its_best_hits_not_of_every_candidate(
             patch.setattr(col.store, "documents", counted)
             got = col.search("제주도 한라산", k=2, mode=mode, unit=unit, aggregate=aggregate)
         with monkeypatch.context() as patch:
-            patch.setattr(Collection, "_head", read_everything)
+            patch.setattr(Searcher, "_head", read_everything)
             want = col.search("제주도 한라산", k=2, mode=mode, unit=unit, aggregate=aggregate)
         assert [(h.id, h.score, h.text) for h in got] == [(h.id, h.score, h.text) for h in want]
         assert len(got) == 2 and (sum(read) == pool if aggregate == "sum" else sum(read) < pool / 2)
@@ -354,13 +355,14 @@ def test_a_collection_of_short_documents_and_one_long_fetches_fewer_passages_and
     counts = col.store.counts()
     assert counts is not None and 0 < counts.passages - counts.documents < counts.passages / 10
     asked: list[int] = []
-    dense_search = Collection._dense_search
+    retrieve = search.Searcher._retrieve
 
-    def spied(self: Collection, queries: list, k: int, *args: Any, **kwargs: Any) -> Any:
-        asked.append(k)
-        return dense_search(self, queries, k, *args, **kwargs)
+    def spied(self: search.Searcher, name: str, queries: list, k: int, *args: Any, **kwargs: Any) -> Any:
+        if name == "dense":
+            asked.append(k)
+        return retrieve(self, name, queries, k, *args, **kwargs)
 
-    monkeypatch.setattr(Collection, "_dense_search", spied)
+    monkeypatch.setattr(search.Searcher, "_retrieve", spied)
     got = col.search("제주도 한라산", k=20, mode="dense")
     monkeypatch.setattr(search, "FULL_FETCH_SHARE", 1e-9)  # as before: 4 passages per document
     full = col.search("제주도 한라산", k=20, mode="dense")

@@ -99,15 +99,15 @@ def test_index_follows_upserts_deletes_filters_and_reopen(tmp_path: Path, encode
     with Collection.open(tmp_path / "col", readonly=True) as again:  # the sparse model loads from the config
         assert [h.id for h in again.search("서울 비", k=10, mode="sparse")] == [i for i, _ in want]
         assert again.check() == []
-        assert len(again.sparse.live.index) == len(texts)
+        assert len(again.sparse.engine.index) == len(texts)
 
 
 def test_a_stored_vector_is_the_document_side_of_the_model(col: Collection, splade: Path) -> None:
     model = load_sparse_encoder(splade, device="cpu")
     doc = col.get(["d"])[0]
     assert doc is not None
-    col.sparse.live.sync(col.store)
-    stored = col.sparse.live.index.vector(doc.label)
+    col.sparse.engine.sync(col.store)
+    stored = col.sparse.engine.index.vector(doc.label)
     fresh = model.encode_document(doc.text).coalesce()
     want = dict(zip(fresh.indices()[0].tolist(), fresh.values().tolist(), strict=True))
     assert stored == pytest.approx(want, abs=1e-6)  # encoded in a batch with others: float rounding

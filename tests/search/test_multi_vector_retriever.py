@@ -104,20 +104,20 @@ def test_index_follows_upserts_deletes_filters_and_reopen(tmp_path: Path, encode
     assert [h.id for h in english] == [i for i in want if i in {"a", "b"}]
     assert col.check() == []
     labels = {d.id: d.label for d in col.get(list(texts)) if d is not None}
-    stored = col.multi_vector.live.index.matrix(labels["a"])
+    stored = col.multi_vector.engine.index.matrix(labels["a"])
     fresh = load_multi_vector_encoder(colbert, device="cpu").encode_document("서울 부산 비")
     np.testing.assert_allclose(stored, fresh, atol=1e-3)  # float16 in the store
     col.close()
     with Collection.open(tmp_path / "col", readonly=True) as again:  # the model loads from the config
         assert [h.id for h in again.search("서울 비", k=10, mode="multi_vector")] == want
         assert again.check() == []
-        assert len(again.multi_vector.live.index) == len(texts)
+        assert len(again.multi_vector.engine.index) == len(texts)
 
 
 def test_an_index_that_disagrees_with_the_store_is_a_problem(tmp_path: Path, encoder, colbert: Path) -> None:
     col = filled(tmp_path / "col", encoder, colbert)
-    col.multi_vector.live.sync(col.store)
-    col.multi_vector.live.index.remove(np.array([col.get(["b"])[0].label]))
+    col.multi_vector.engine.sync(col.store)
+    col.multi_vector.engine.index.remove(np.array([col.get(["b"])[0].label]))
     assert col.check() == ["multi-vector index: 1 documents missing, 0 deleted ones left"]
     col.close()
 

@@ -1,5 +1,5 @@
 """A PostgreSQL hybrid search runs its dense query on a second thread and connection while BM25 runs on
-the first (`SearchesApart`): the same results as one after the other, the dense query really on the
+the first (`DenseSearch.apart`): the same results as one after the other, the dense query really on the
 other connection, never inside a write transaction, and an error on either side leaves both usable."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from munjang.search.backends.base import SearchesApart
 from munjang.search.backends.postgres import store as postgres_store
 from munjang.search.collection.collection import Collection
 from tests.helpers.documents import BY_KIND
@@ -43,7 +42,6 @@ def _results(collection: Collection) -> list[list[tuple[str, float]]]:
 def test_the_dense_query_runs_on_a_second_thread_and_connection_with_the_same_results(
     collection: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert isinstance(collection.dense, SearchesApart)
     twin = collection.dense.apart()
     assert twin is not None and twin is collection.dense.apart()  # made once
     seen: list[tuple[str, Any]] = []
@@ -88,7 +86,6 @@ def test_threads_searching_at_once_share_one_second_connection_and_answer_alike(
 
 
 def test_no_dense_search_runs_apart_inside_a_write_transaction(collection: Collection) -> None:
-    assert isinstance(collection.dense, SearchesApart)
     with collection.store.transaction():
         assert collection.dense.apart() is None
     assert collection.dense.apart() is not None
@@ -98,7 +95,6 @@ def test_an_error_on_either_side_leaves_both_connections_usable(
     collection: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     want = _results(collection)
-    assert isinstance(collection.dense, SearchesApart)
     twin = collection.dense.apart()
     assert twin is not None
 

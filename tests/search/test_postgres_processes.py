@@ -24,7 +24,7 @@ from munjang.search.collection.collection import Collection
 from tests.helpers.sparse import munjang_splade
 
 collection = Collection.open(sys.argv[1], backend=sys.argv[2], readonly=True)
-kinds = [collection.lexical, collection.dense, collection.sparse.own]
+kinds = [collection.lexical, collection.dense, collection.sparse.engine]
 print(json.dumps([type(x).__name__ for x in kinds]), flush=True)
 for line in sys.stdin:
     ask = json.loads(line)

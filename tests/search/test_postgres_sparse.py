@@ -17,6 +17,7 @@ from munjang.search.backends.base import CollectionError, NewRow, sparse_cache_k
 from munjang.search.backends.postgres.sparse import PostgresSparse
 from munjang.search.backends.postgres.store import PostgresStore
 from munjang.search.collection.collection import Collection
+from munjang.search.followers.retrievers import LiveSparseIndex
 from tests.helpers.sparse import munjang_splade
 
 DOCS = {
@@ -84,10 +85,12 @@ def _compare(folder: Collection, sql: Collection, modes: tuple[str, ...] = ("spa
 
 def test_sparse_and_hybrid_equal_the_folder_backend_through_adds_upserts_and_deletes(pair) -> None:
     folder, sql = pair
-    assert isinstance(sql.sparse.own, PostgresSparse) and sql.sparse.sql_filters
-    assert folder.sparse.own is None and not folder.sparse.sql_filters
+    assert isinstance(sql.sparse.engine, PostgresSparse)  # filtered in its SQL query
+    assert isinstance(folder.sparse.engine, LiveSparseIndex)  # by allowed labels, in process
     assert sql.retrievers("hybrid") == ["dense", "lexical", "sparse"]
     _add(pair, DOCS)
+    both = [col.sparse.stored(col.store, [col.get(["a"])[0].label]) for col in (folder, sql)]  # type: ignore[union-attr]
+    assert both[0] == both[1] and both[0][0]  # the same vector, read back from either
     _compare(folder, sql, ("sparse", "hybrid"))
     _add(pair, {"a": ("서울 부산 비 고양이", {"lang": "ko", "year": 2001}), **MORE}, on_conflict="upsert")
     for c in pair:
@@ -129,7 +132,7 @@ def test_a_passage_without_its_sparse_vector_is_refused_and_a_commit_vacuums_the
         assert search.search_where([(np.array([1, 1, 5]), np.array([1.0, 1.0, 3.0]))], 5, None) == [
             [(x, 1.5)]
         ]
-        assert search.problems(np.array([x, y])) == []
+        assert search.problems(store, np.array([x, y])) == []
         labels, vectors = next(store.sparse_after(key, 0))
         assert labels.tolist() == [x, y] and vectors[0][0].tolist() == [1, 3, 1] and len(vectors[1][0]) == 0
     finally:

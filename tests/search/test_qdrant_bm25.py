@@ -54,7 +54,7 @@ def _in_process(col: Collection) -> LexicalIndex:
 
 
 def _same_as_in_process(col: Collection, k: int = 10, allowed: np.ndarray | None = None) -> None:
-    tokenize = col._tokenizer()
+    tokenize = col.encoding.tokenizer()
     queries = [tokenize(q) for q in QUERIES]
     want = _in_process(col).search(queries, k, allowed)
     got = col.lexical.search(queries, k, allowed)
@@ -89,7 +89,7 @@ def test_commits_that_move_the_mean_length_keep_scores_exact_without_rewriting(c
 def test_ties_at_the_kth_place_go_to_the_lower_label(collection) -> None:
     same = ["서울 날씨 맑음"] * 30
     collection.add([f"d{i:02d}" for i in range(40)], [*_texts(np.random.default_rng(1), 10, 3, 6), *same])
-    hits = collection.lexical.search([collection._tokenizer()("서울 날씨 맑음")], 5)[0]
+    hits = collection.lexical.search([collection.encoding.tokenizer()("서울 날씨 맑음")], 5)[0]
     assert len({score for _, score in hits}) <= 2  # the tied group fills the top five
     _same_as_in_process(collection, k=5)
     _same_as_in_process(collection, k=1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from munjang import load_sparse_encoder
-from munjang.search.backends.qdrant.sparse import NAME
+from munjang.search.backends.qdrant.sparse import NAME, QdrantSparse
 from munjang.search.collection.collection import Collection
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.sparse import munjang_splade
@@ -87,9 +87,9 @@ def test_sparse_and_hybrid_equal_the_folder_backend_through_changes(
         _add((folder, qdrant), ids[:12], texts[:12], metadata[:12])
         _add((folder, qdrant), ids[12:], texts[12:], metadata[12:])  # a second commit
         _all_same(folder, qdrant)
-        assert qdrant.sparse.own is not None and len(qdrant.sparse.live.index) == 0  # Qdrant answered
-        assert qdrant.sparse.native_filter(FILTERS[0]) is not None
-        assert qdrant.sparse.native_filter(FILTERS[3]) is None
+        assert isinstance(qdrant.sparse.engine, QdrantSparse)  # Qdrant answers: no index in process
+        assert qdrant.sparse.engine.native_filter(FILTERS[0]) is not None
+        assert qdrant.sparse.engine.native_filter(FILTERS[3]) is None
         changed = _docs(rng, ["d1", "d5", "d9"])
         _add((folder, qdrant), *changed)  # new texts
         _add((folder, qdrant), ["d2"], [texts[2]], [{"lang": "ko", "n": 5, "s": 1}])  # metadata alone
@@ -99,8 +99,10 @@ def test_sparse_and_hybrid_equal_the_folder_backend_through_changes(
         points = qdrant.dense.points
         label = qdrant.get(["d5"])[0].label  # type: ignore[union-attr]
         stored = points.client.retrieve(points.name, ids=[label], with_vectors=[NAME])[0].vector[NAME]
-        folder.sparse.live.sync(folder.store)
-        want = folder.sparse.live.index.vector(folder.get(["d5"])[0].label)  # type: ignore[union-attr]
+        folder.sparse.engine.sync(folder.store)  # type: ignore[attr-defined]
+        want = folder.sparse.engine.index.vector(  # type: ignore[attr-defined]
+            folder.get(["d5"])[0].label
+        )  # type: ignore[union-attr]
         assert dict(zip(stored.indices, stored.values, strict=True)) == pytest.approx(want, rel=1e-7)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from munjang.encoders.multi_vector import load_multi_vector_encoder
-from munjang.search.backends.qdrant.tokens import NAME
+from munjang.search.backends.qdrant.tokens import NAME, QdrantTokens
 from munjang.search.collection.collection import Collection
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.multi_vector import pylate_colbert
@@ -88,9 +88,9 @@ def test_multi_vector_and_hybrid_equal_the_folder_backend_through_changes(
         _add((folder, qdrant), ids[:12], texts[:12], metadata[:12])
         _add((folder, qdrant), ids[12:], texts[12:], metadata[12:])  # a second commit
         _all_same(folder, qdrant)
-        assert qdrant.multi_vector.own is not None and not len(qdrant.multi_vector.live.index)  # by Qdrant
-        assert qdrant.multi_vector.native_filter(FILTERS[0]) is not None
-        assert qdrant.multi_vector.native_filter(FILTERS[2]) is None
+        assert isinstance(qdrant.multi_vector.engine, QdrantTokens)  # by Qdrant: no index in process
+        assert qdrant.multi_vector.engine.native_filter(FILTERS[0]) is not None
+        assert qdrant.multi_vector.engine.native_filter(FILTERS[2]) is None
         _add((folder, qdrant), *_docs(rng, ["d1", "d5", "d9"]))  # new texts
         _add((folder, qdrant), ["d2"], [texts[2]], [{"lang": "ko", "n": 5, "s": 1}])  # metadata alone
         for col in (folder, qdrant):
@@ -99,8 +99,10 @@ def test_multi_vector_and_hybrid_equal_the_folder_backend_through_changes(
         points = qdrant.dense.points
         label = qdrant.get(["d5"])[0].label  # type: ignore[union-attr]
         stored = points.client.retrieve(points.name, ids=[label], with_vectors=[NAME])[0].vector[NAME]
-        folder.multi_vector.live.sync(folder.store)
-        want = folder.multi_vector.live.index.matrix(folder.get(["d5"])[0].label)  # type: ignore[union-attr]
+        folder.multi_vector.engine.sync(folder.store)  # type: ignore[attr-defined]
+        want = folder.multi_vector.engine.index.matrix(  # type: ignore[attr-defined]
+            folder.get(["d5"])[0].label
+        )  # type: ignore[union-attr]
         np.testing.assert_array_equal(np.asarray(stored, dtype=np.float32), want)
 
 

@@ -11,27 +11,28 @@ from pathlib import Path
 import pytest
 
 from munjang.search.backends.base import (
+    RETRIEVER_KINDS,
     Backend,
     DenseSearch,
-    KeepsExtraVectors,
-    SparseSearch,
-    SparseVectors,
+    LexicalSearch,
+    Retriever,
     Store,
-    TokenSearch,
-    TokenVectors,
 )
 from munjang.search.backends.folder.backend import FolderBackend
 from munjang.search.backends.folder.sqlite_store import DocumentStore
 from munjang.search.backends.postgres.backend import PostgresBackend
 from munjang.search.backends.postgres.dense import PostgresDense
+from munjang.search.backends.postgres.lexical import PostgresLexical
 from munjang.search.backends.postgres.sparse import PostgresSparse
 from munjang.search.backends.postgres.store import PostgresStore
 from munjang.search.backends.qdrant.backend import QdrantBackend
-from munjang.search.backends.qdrant.index import QdrantDense
+from munjang.search.backends.qdrant.index import QdrantDense, QdrantLexical
 from munjang.search.backends.qdrant.sparse import QdrantSparse
 from munjang.search.backends.qdrant.tokens import QdrantTokens
 from munjang.search.backends.schemes import collection_names, open_backend
 from munjang.search.followers.dense import DenseIndex
+from munjang.search.followers.lexical import LexicalIndex
+from munjang.search.followers.retrievers import LiveSparseIndex, LiveTokenIndex
 from tests.helpers.paths import REPO
 
 MISSING = object()
@@ -55,11 +56,8 @@ def parameters(fn: object) -> list[str]:
         (Store, [DocumentStore, PostgresStore]),
         (Backend, [FolderBackend, PostgresBackend, QdrantBackend]),
         (DenseSearch, [DenseIndex, PostgresDense, QdrantDense]),
-        (SparseVectors, [DocumentStore, PostgresStore]),
-        (SparseSearch, [PostgresSparse, QdrantSparse]),
-        (TokenVectors, [DocumentStore]),
-        (TokenSearch, [QdrantTokens]),
-        (KeepsExtraVectors, [FolderBackend, PostgresBackend, QdrantBackend]),
+        (LexicalSearch, [LexicalIndex, PostgresLexical, QdrantLexical]),
+        (Retriever, [LiveSparseIndex, PostgresSparse, QdrantSparse, LiveTokenIndex, QdrantTokens]),
     ],
 )
 def test_every_implementation_has_the_protocols_members(protocol: type, implementations: list[type]) -> None:
@@ -74,6 +72,30 @@ def test_every_implementation_has_the_protocols_members(protocol: type, implemen
             elif callable(member) and not isinstance(found, property) and callable(getattr(cls, name)):
                 ours = parameters(getattr(cls, name))
                 assert ours == parameters(member), f"{cls.__name__}.{name}{ours} differs from the contract"
+
+
+# What a store keeps for the extra retrievers (SPLADE vectors, ColBERT matrices), where its backend
+# holds that kind (`Backend.retrievers`): the same methods, with the same parameters, in each.
+EXTRA_STORES = {
+    "sparse": (("cached_sparse", "put_sparse", "sparse_after"), [DocumentStore, PostgresStore]),
+    "multi_vector": (("cached_token_vectors", "put_token_vectors", "token_vectors_after"), [DocumentStore]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXTRA_STORES))
+def test_every_store_of_a_backend_holding_an_extra_retriever_keeps_its_vectors(kind: str) -> None:
+    names, stores = EXTRA_STORES[kind]
+    holding = {FolderBackend: DocumentStore, PostgresBackend: PostgresStore, QdrantBackend: DocumentStore}
+    assert {holding[b] for b in holding if kind in b.retrievers} <= set(stores)
+    for name in names:
+        signatures = {tuple(parameters(getattr(store, name))) for store in stores}
+        assert len(signatures) == 1, f"{name} differs between {[s.__name__ for s in stores]}"
+
+
+def test_backends_declare_the_retrievers_they_hold() -> None:
+    for backend in (FolderBackend, PostgresBackend, QdrantBackend):
+        assert {"dense", "lexical"} <= backend.retrievers <= set(RETRIEVER_KINDS)
+    assert PostgresBackend.retrievers == {"dense", "lexical", "sparse"}
 
 
 def test_the_factory_picks_a_backend_by_location(tmp_path: Path) -> None:
@@ -112,3 +134,36 @@ def test_collection_has_no_backend_branches() -> None:
         for word in words:
             assert not re.search(word, code), f"{name} names {word}"
         assert "hasattr(store" not in code and "hasattr(backend" not in code, f"{name} probes a backend"
+
+
+def _classes(paths: list[Path]) -> dict[str, list[ast.ClassDef]]:
+    found: dict[str, list[ast.ClassDef]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(node)
+    return found
+
+
+def test_the_collection_never_asks_what_a_backend_or_a_retriever_is() -> None:
+    """No `isinstance` in `search/collection/` on a storage type: a class or Protocol of
+    `search.backends` or `search.followers` (the backend hands out retrievers by kind and each runs a
+    filter in the form it can, `base.Filter`, so the collection runs them alike). What a model can do
+    (`passages.CountsTokens`, the tokenizers' Protocols) is not storage, and may be asked."""
+    search = SRC / "search"
+    forbidden = set(_classes([*(search / "backends").rglob("*.py"), *(search / "followers").rglob("*.py")]))
+    assert {"Store", "Backend", "Retriever", "DenseSearch", "DenseIndex", "QdrantSparse"} <= forbidden
+    found = []
+    for path in sorted((search / "collection").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+            ):
+                kinds = node.args[1]
+                for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
+                    name = ast.unparse(kind).rsplit(".", 1)[-1]
+                    if name in forbidden:
+                        found.append(f"{path.name}:{node.lineno}: isinstance(..., {ast.unparse(kind)})")
+    assert not found, "\n".join(found)

@@ -46,7 +46,7 @@ def main() -> None:
         col.sparse.encoder.encode_document(["warm up"])
     if col.multi_vector is not None:  # and its multi-vector model
         col.multi_vector.encoder.encode_document(["warm up"])
-    col._tokenizer()("워밍업 문장")
+    col.encoding.tokenizer()("워밍업 문장")
     print("ready", flush=True)
     n = 0
     while True:

@@ -1,45 +1,39 @@
 """The storage contract and its vocabulary: what a collection needs from where it lives.
 
-A backend is three parts, each a Protocol below:
-- a `Store`: documents (one row per passage), metadata, lexical tokens, the embedding cache and a
+Five Protocols, each checked by mypy against every implementation (and by
+`tests/search/test_storage_contract.py`):
+- `Store`: documents (one row per passage), metadata, lexical tokens, the embedding cache and a
   deletion log, transactional; the source of truth every index is derived from;
-- a `DenseSearch`: the vector index kept in step with the store (`sync`) and searched by
-  `Collection`; an in-memory one (`live_index.DenseIndex`) replays the store's `vectors_after` and
-  `deletions_after`, a database-side one (`postgres_dense.PostgresDense`) needs no replay;
-- a `Backend`: creates, opens, lists and drops collections in one place, holds the one-writer lock,
-  saves what the dense index keeps outside the store, and tells its own errors from others.
+- `Retriever`: one way of ranking passages, `retrieve(store, queries, k, filter)` -> the top k
+  (label, score) per query, plus `stored` (what it ranks a label by, for bge-m3's score) and
+  `problems` (its index against the stored passages). Each catches up with the store itself;
+- `DenseSearch` and `LexicalSearch`: the two retrievers every collection has, with what their
+  life beside the store needs (catch-up, saves, a dense index searching apart on a second
+  connection, BM25's saved files);
+- `Backend`: creates, opens, lists and drops collections in one place, holds the one-writer lock,
+  saves what the dense index keeps outside the store, tells its own errors from others, declares
+  the retriever kinds its collections can hold (`retrievers`, of RETRIEVER_KINDS) and hands each
+  out (`retriever(kind, ...)`): its own search, or an in-process index that replays the store
+  (`followers/`).
 
-Retrieval is a capability a backend may provide itself; munjang's in-process indexes, which replay
-the store, are the fallback. Each capability is a Protocol checked with `isinstance`:
-- `ProvidesLexical`: the backend answers BM25 itself (`lexical_index`); otherwise the collection
-  keeps a `live_lexical.LexicalIndex` over the store's `LexicalTokens`;
-- `KeepsLexicalFiles`: the backend has a folder where that in-process index is saved, so a new
-  reader maps it and catches up from its watermark instead of reading every token back;
-- `FiltersNatively` / `FiltersLexicalNatively`: the dense index / BM25 compiles metadata filters
-  to its engine's own filter (Qdrant), where it can keep their meaning; else allowed labels;
-- `SparseVectors` / `TokenVectors`: the store keeps SPLADE vectors / ColBERT token matrices, which
-  the in-process `live_retrievers` indexes replay; a store without them refuses such a collection;
-- `ProvidesSparse`: the backend answers SPLADE retrieval itself (`sparse_index`, filtered in its own
-  query); otherwise the collection keeps a `live_retrievers.LiveSparseIndex` over `SparseVectors`;
-  `FiltersSparseNatively`: that search takes its engine's compiled filter (Qdrant);
-- `ProvidesMultiVector` / `FiltersTokensNatively`: the same for ColBERT's token matrices (`token_index`);
-  `HandsBackVectors`: such a search reads back the vectors it holds (bge-m3's scoring);
-- `KeepsExtraVectors`: which extra retrievers ("sparse", "multi_vector", "m3") a backend's
-  collections can hold; a backend without it holds none.
-
-`Collection` holds no backend branches: it asks `backends.open_backend(location, backend)` for a
-`Backend` and talks to these parts only. Three backends exist: a folder with SQLite (`folder.py` +
-`sqlite_store.py`, the default; BM25 and the exact matrix saved beside it for readers to map),
-PostgreSQL with pgvector (`postgres.py`, a `postgresql://` URL: dense, BM25 and filters in SQL),
-and Qdrant (`qdrant.py`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense,
+A search's metadata filter reaches every retriever as one `Filter`, which carries its forms, each
+made on first need: SQL for the store's dialect (`where`: PostgreSQL filters inside its query),
+the labels it allows (`allowed`: an index in this process), or an engine's own filter (`native`:
+Qdrant, where it keeps the SQL meaning). Each retriever runs the form it can; queries arrive as
+`Queries`, encoded by the retriever's model only when it has something to search. So `Collection`
+holds no backend branches and asks no retriever what it is: it gets a `Backend` from
+`schemes.open_backend(location, backend)` and runs what it hands out alike. Three backends exist: a
+folder with SQLite (`folder/`, the default; BM25 and the exact matrix saved beside it for readers to
+map), PostgreSQL with pgvector (`postgres/`, a `postgresql://` URL: dense, BM25, SPLADE and filters
+in SQL), and Qdrant (`qdrant/`, a `qdrant://` or `qdrant+local://` URL: SQLite as the record, dense,
 BM25, SPLADE and ColBERT searched in Qdrant).
 
 Adding a backend (say `lancedb://`):
-1. one new module, `storage/lancedb.py`, with a class satisfying `Store` (test it with the
+1. one new package, `backends/lancedb/`, with a class satisfying `Store` (test it with the
    contract test that the existing stores pass: `tests/search/test_storage_contract.py`) and a class
-   satisfying `Backend` whose `dense_index` returns the in-memory `DenseIndex` (it replays the
-   store) or the database's own vector search;
-2. one line in `backends.SCHEMES`: `"lancedb": "lancedb:LanceBackend"`.
+   satisfying `Backend` whose `retriever` hands out the in-process followers (`followers/`: they
+   replay the store) or the database's own searches, each a `Retriever` picking its filter's form;
+2. one line in `backends.SCHEMES`: `"lancedb": "lancedb.backend:LanceBackend"`.
 Metadata filters reach a store compiled to SQL (`filters.compile_filter`, dialects "sqlite" and
 "postgres"); a store that is not SQL adds its dialect there.
 The collection tests run once per backend (`tests/helpers/collection_backends.py`); add it there.
@@ -48,11 +42,12 @@ The collection tests run once per backend (`tests/helpers/collection_backends.py
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
 
@@ -190,201 +185,139 @@ class Store(Protocol):
     def integrity_problems(self, model: str) -> list[str]: ...
 
 
-@runtime_checkable
-class LexicalTokens(Protocol):
-    """A store that hands out its passages' lexical tokens, for an in-process BM25 index."""
-
-    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
-        """(labels, token-cache keys, token lists) of the passages with label > `after`."""
-        ...
-
-
-@runtime_checkable
-class SparseVectors(Protocol):
-    """A store that keeps SPLADE vectors (token ids, weights) by text hash, for a sparse retriever."""
-
-    def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]: ...
-    def put_sparse(
-        self, model: str, hashes: Sequence[str], rows: Sequence[tuple[np.ndarray, np.ndarray]]
-    ) -> None: ...
-    def sparse_after(
-        self, model: str, after: int, batch: int = 20_000
-    ) -> Iterator[tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]]: ...
-
-
 def sparse_cache_key(model: str) -> str:
-    """The key a sparse model's vectors are cached under in a store (`SparseVectors`)."""
+    """The key a sparse model's vectors are cached under in a store (`cached_sparse`, `put_sparse`,
+    `sparse_after`, which a store keeping SPLADE vectors provides)."""
     return f"sparse:{model}"
 
 
-class SparseSearch(Protocol):
-    """A collection's SPLADE retrieval answered by its backend: dot-product top-k per query vector
-    (token ids, weights), with the compiled metadata filter applied inside its own query."""
-
-    def search_where(
-        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, where: tuple[str, list[Any]] | None
-    ) -> list[list[tuple[int, float]]]: ...
-
-    def search(
-        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, allowed: np.ndarray | None = None
-    ) -> list[list[tuple[int, float]]]: ...
-
-    def problems(self, labels: np.ndarray) -> list[str]: ...
+def token_cache_key(model: str) -> str:
+    """The key a multi-vector model's token matrices are cached under in a store
+    (`cached_token_vectors`, `put_token_vectors`, `token_vectors_after`)."""
+    return f"multi_vector:{model}"
 
 
-@runtime_checkable
-class ProvidesSparse(Protocol):
-    """A backend that answers SPLADE retrieval itself (the same dot products as the in-process
-    `index/sparse_index.py`). `config` is the collection's "sparse" entry ({"model", "dim"})."""
-
-    def sparse_index(self, store: Store, config: dict[str, Any]) -> SparseSearch: ...
+TopK = list[list[tuple[int, float]]]  # per query, (label, score) best first
 
 
-@runtime_checkable
-class FiltersSparseNatively(Protocol):
-    """A backend's SPLADE search that runs munjang's metadata filter in its own engine
-    (`FiltersNatively.native_filter`) and takes it compiled as `search_native`'s `native`."""
-
-    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
-
-    def search_native(
-        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], k: int, native: Any
-    ) -> list[list[tuple[int, float]]]: ...
+def ranked_rows(labels: np.ndarray, scores: np.ndarray) -> TopK:
+    """A (queries x k) labels / scores pair as ranked lists, without the -1 padding."""
+    return [
+        [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
+        for row_l, row_s in zip(labels, scores, strict=True)
+    ]
 
 
-class TokenSearch(Protocol):
-    """A collection's multi-vector retrieval answered by its backend: top-k MaxSim (`mean`:
-    MeanMaxSim) per query matrix, among `allowed` labels when given."""
+class Queries:
+    """A search's queries and how one retriever's model encodes them (dense vectors, BM25 tokens,
+    SPLADE rows, ColBERT matrices), encoded on first need: a retriever with nothing to search (an
+    empty index, a filter that matches nothing) encodes nothing."""
 
-    def search(
-        self, queries: Sequence[np.ndarray], k: int, allowed: np.ndarray | None = None, mean: bool = False
-    ) -> list[list[tuple[int, float]]]: ...
+    def __init__(self, texts: Sequence[Any], encode: Callable[[list[Any]], Any]) -> None:
+        self.texts = list(texts)
+        self._encode = encode
+        self._encoded: Any = None
+        self._done = False
 
-    def problems(self, labels: np.ndarray) -> list[str]: ...
+    def __len__(self) -> int:
+        return len(self.texts)
 
+    @property
+    def encoded(self) -> Any:
+        if not self._done:
+            self._encoded, self._done = self._encode(self.texts), True
+        return self._encoded
 
-@runtime_checkable
-class FiltersTokensNatively(Protocol):
-    """A backend's multi-vector search that takes its engine's compiled filter."""
-
-    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
-
-    def search_native(
-        self, queries: Sequence[np.ndarray], k: int, native: Any, mean: bool = False
-    ) -> list[list[tuple[int, float]]]: ...
-
-
-@runtime_checkable
-class ProvidesMultiVector(Protocol):
-    """A backend that answers multi-vector (ColBERT) retrieval itself, with the in-process index's
-    exact MaxSim. `config` is the collection's "multi_vector" entry ({"model", "dim", "similarity"})."""
-
-    def token_index(self, store: Store, config: dict[str, Any]) -> TokenSearch: ...
+    def none(self) -> TopK:
+        """No hits for any query."""
+        return [[] for _ in self.texts]
 
 
-@runtime_checkable
-class HandsBackVectors(Protocol):
-    """A backend's sparse or multi-vector search that hands back what it stores for given labels
-    (SPLADE: {token id: weight}; ColBERT: a token matrix, None where not held), for bge-m3's score."""
+class Filter:
+    """A search's metadata filter (`filters.py`'s spec) with the forms retrievers run it in, each
+    made on first need and then shared by every retriever of the search:
+    - `where`: the SQL condition and parameters in the store's dialect, for an index that filters
+      inside its database query (PostgreSQL);
+    - `allowed`: the labels of the passages it matches, read from the store once, for an index in
+      this process (the folder backend's, the fallbacks);
+    - `native(engine, compile)`: the filter compiled for a search engine's own filter language
+      (Qdrant), or None where that cannot keep exactly the SQL meaning (the retriever then runs
+      `allowed`).
+    Each retriever picks the form it can run: the collection never asks which."""
 
-    def stored(self, labels: Sequence[int]) -> list[Any]: ...
+    def __init__(
+        self, spec: Mapping[str, Any], store: Store, compile: Callable[..., tuple[str, list[Any]]]
+    ) -> None:
+        """`compile(spec, dialect=...)`: the SQL compiler (`filters.compile_filter`)."""
+        self.spec, self.store, self._compile = spec, store, compile
+        self._lock = threading.Lock()
+        self._where: tuple[str, list[Any]] | None = None
+        self._allowed: np.ndarray | None = None
+        self._natives: dict[str, Any] = {}
+
+    @property
+    def where(self) -> tuple[str, list[Any]]:
+        with self._lock:
+            if self._where is None:
+                self._where = self._compile(self.spec, dialect=self.store.dialect)
+            return self._where
+
+    @property
+    def allowed(self) -> np.ndarray:
+        where = self.where
+        with self._lock:
+            if self._allowed is None:
+                self._allowed = self.store.labels_matching(*where)
+            return self._allowed
+
+    def native(self, engine: str, compile: Callable[[Mapping[str, Any]], Any]) -> Any | None:
+        """The filter in `engine`'s own language, `compile(spec)` once per engine (None: it cannot)."""
+        with self._lock:
+            if engine not in self._natives:
+                self._natives[engine] = compile(self.spec)
+            return self._natives[engine]
 
 
-@runtime_checkable
-class SavesTail(Protocol):
-    """A dense index that also saves, between whole saves, what was added since the last one
-    (`dense_tail.py`), so a new reader maps it instead of reading it back from the store."""
+class Retriever(Protocol):
+    """One way of ranking a collection's passages (dense, BM25, SPLADE, ColBERT), answered by the
+    backend's own engine or by an in-process index following the store (`followers/`); each
+    catches up with the store itself before it answers. A backend hands them out by kind
+    (`Backend.retriever`); the collection runs them alike and fuses what they return."""
 
-    def tail_due(self) -> bool: ...
-    def save_tail(self, folder: Path) -> None: ...
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """The top-k (label, score) per query, best first, among the passages `filter` matches."""
+        ...
 
+    def stored(self, store: Any, labels: Sequence[int]) -> list[Any]:
+        """What it ranks each label by (a dense vector, BM25 tokens, SPLADE {token id: weight}, a
+        ColBERT matrix or None where not held): bge-m3's score reads its candidates' vectors."""
+        ...
 
-@runtime_checkable
-class KeepsExtraVectors(Protocol):
-    """A backend whose collections can hold the vectors of extra retrievers: `keeps_vectors(name)`
-    for "sparse" (SPLADE), "multi_vector" (ColBERT) and "m3" (bge-m3's three heads)."""
-
-    def keeps_vectors(self, retriever: str) -> bool: ...
-
-
-@runtime_checkable
-class TokenVectors(Protocol):
-    """A store that keeps ColBERT token matrices by text hash, for a multi-vector retriever."""
-
-    def cached_token_vectors(self, model: str, hashes: Iterable[str]) -> set[str]: ...
-    def put_token_vectors(
-        self, model: str, hashes: Sequence[str], matrices: Sequence[np.ndarray]
-    ) -> None: ...
-    def token_vectors_after(
-        self, model: str, after: int, batch: int = 5_000
-    ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]: ...
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        """Disagreement between the index, caught up, and the stored passages' `labels`."""
+        ...
 
 
-class LexicalSearch(Protocol):
-    """A collection's BM25 retrieval, in-process (`live_lexical.LexicalIndex`) or the backend's own.
-    `incremental`: a commit's catch-up costs what it added (the writer then keeps it current)."""
+class LexicalSearch(Retriever, Protocol):
+    """A collection's BM25: in process (`followers/lexical.py`, optionally saved in files the
+    writer keeps current) or the backend's own. `incremental`: a commit's catch-up costs what it
+    added (the writer then keeps it current, once `ready`: built)."""
 
     incremental: bool
 
     @property
     def ready(self) -> bool: ...
-    @property
-    def labels(self) -> np.ndarray: ...
     def sync(self, store: Any, wait: bool = False) -> bool: ...
-    def search(
-        self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None
-    ) -> list[list[tuple[int, float]]]: ...
+    def save_files(self, store: Any, least: int = 1) -> None:
+        """Bring its saved files up to the store, once at least `least` passages and deletions are
+        unsaved (a new reader maps them); nothing where it keeps none."""
+        ...
 
 
-@runtime_checkable
-class FiltersLexicalInSql(Protocol):
-    """A backend's BM25 that applies the compiled metadata filter inside its own query (no list of
-    allowed labels is fetched for it)."""
-
-    def search_where(
-        self, queries: Sequence[Sequence[str]], k: int, where: tuple[str, list[Any]] | None
-    ) -> list[list[tuple[int, float]]]: ...
-
-
-@runtime_checkable
-class FiltersNatively(Protocol):
-    """A dense index or BM25 search that runs munjang's metadata filter in its own engine:
-    `native_filter` compiles the filter spec to that engine's filter, or gives None where it cannot
-    keep exactly the meaning of the SQL filter (the collection then passes allowed labels). A dense
-    index receives the compiled filter as `where`; a lexical search as `search_native`'s `native`."""
-
-    def native_filter(self, spec: Mapping[str, Any]) -> Any | None: ...
-
-
-@runtime_checkable
-class FiltersLexicalNatively(FiltersNatively, Protocol):
-    """A BM25 search that takes its engine's compiled filter (`FiltersNatively.native_filter`)."""
-
-    def search_native(
-        self, queries: Sequence[Sequence[str]], k: int, native: Any
-    ) -> list[list[tuple[int, float]]]: ...
-
-
-@runtime_checkable
-class ProvidesLexical(Protocol):
-    """A backend that answers BM25 itself (over the same Kiwi tokens, the same scoring); None
-    where it cannot for this collection (the in-process index then serves)."""
-
-    def lexical_index(self, store: Store, config: dict[str, Any]) -> LexicalSearch | None: ...
-
-
-@runtime_checkable
-class KeepsLexicalFiles(Protocol):
-    """A backend with a folder where the in-process BM25 index (`live_lexical.LexicalIndex`) is
-    saved by the writer and mapped by a new reader (`lexical_files.py`)."""
-
-    def lexical_files(self) -> Path: ...
-
-
-class DenseSearch(Protocol):
+class DenseSearch(Retriever, Protocol):
     """A collection's vector index. `index` answers `ids()`, `memory_bytes()`, `len` and truth
     (anything stored?). `persistent`: it keeps state outside the store that `Backend.save_dense`
-    writes; `sql_filters`: it filters by the compiled SQL condition itself (no allowed-labels list)."""
+    writes."""
 
     kind: str
     watermark: Watermark
@@ -393,30 +326,30 @@ class DenseSearch(Protocol):
 
     @property
     def persistent(self) -> bool: ...
-    @property
-    def sql_filters(self) -> bool: ...
 
     def sync(self, store: Any) -> bool: ...
-    def search(
-        self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
-    ) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-@runtime_checkable
-class SearchesApart(Protocol):
-    """A dense index that can search on a connection of its own (a database's), holding nothing in
-    process: a hybrid search runs it on a second thread while the other retrievers run on this one,
-    so the two waits on the database overlap and the search takes the longer, not their sum."""
+    def tail_due(self) -> bool:
+        """Whether what was added since the last whole save is due to be saved as a tail
+        (`dense_tail.py`, so a new reader maps it); False where it keeps no such file."""
+        ...
 
     def apart(self) -> DenseSearch | None:
-        """The index on its own connection, or None when it must not run apart now."""
+        """The index on a connection of its own (a database's), holding nothing in process, for a
+        hybrid search to run it on a second thread while the other retrievers run on this one (the
+        waits overlap); None where it cannot, or must not now."""
         ...
+
+
+# What a backend can hand out (`Backend.retrievers`): "dense" and "lexical" always; the extra
+# retrievers' kinds where its collections keep their vectors, and "m3" for bge-m3's three heads.
+RETRIEVER_KINDS = ("dense", "lexical", "sparse", "multi_vector", "m3")
 
 
 class Backend(Protocol):
     """Where one collection lives, and how to reach it."""
 
     location: str  # shown in messages and info()["folder"]
+    retrievers: frozenset[str]  # the kinds of RETRIEVER_KINDS its collections can hold
 
     @property
     def kind(self) -> str:
@@ -426,6 +359,16 @@ class Backend(Protocol):
     @property
     def folder(self) -> Path | None:
         """The collection's folder, for backends that keep one."""
+        ...
+
+    @staticmethod
+    def names(where: Any) -> list[str]:
+        """The collections in `where` (a folder of collection folders, or the database's URL)."""
+        ...
+
+    @staticmethod
+    def is_error(error: BaseException) -> bool:
+        """Whether `error` came from this backend's database driver (a server refused or went away)."""
         ...
 
     def create(self, config: dict[str, Any]) -> None:
@@ -446,8 +389,24 @@ class Backend(Protocol):
         """Opens another read-only store on the same collection (for work on other threads)."""
         ...
 
-    def dense_index(self, store: Store, config: dict[str, Any]) -> DenseSearch:
-        """The collection's vector index, loaded and ready to `sync`."""
+    @overload
+    def retriever(
+        self, kind: Literal["dense"], store: Store, config: dict[str, Any], background: bool = False
+    ) -> DenseSearch: ...
+    @overload
+    def retriever(
+        self, kind: Literal["lexical"], store: Store, config: dict[str, Any], background: bool = False
+    ) -> LexicalSearch: ...
+    @overload
+    def retriever(
+        self, kind: str, store: Store, config: dict[str, Any], background: bool = False
+    ) -> Retriever: ...
+    def retriever(self, kind: str, store: Store, config: dict[str, Any], background: bool = False) -> Any:
+        """The collection's retriever of `kind` ("dense": the vector index, loaded and ready to
+        `sync`; "lexical", "sparse", "multi_vector"), searched by the backend itself or by an
+        in-process index following the store; `config` is the collection's configuration.
+        `background`: BM25 rebuilt in process after a change runs on a background thread (a
+        server's readers). `CollectionError` for a kind not in `retrievers`."""
         ...
 
     def write_lock(self, store: Store, timeout: float) -> AbstractContextManager[None]:
@@ -469,3 +428,10 @@ class Backend(Protocol):
         nothing removed, while a writer holds its lock; anything that is not a munjang collection
         is refused, never removed. Call it with no `Store` of the collection open in this process."""
         ...
+
+
+def unsupported(backend: Backend, kind: str) -> CollectionError:
+    """The error for a retriever `kind` a backend's collections cannot hold."""
+    return CollectionError(
+        f"{backend.location}: a {backend.kind} collection keeps no {kind} vectors (use a folder collection)"
+    )

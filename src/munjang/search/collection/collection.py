@@ -1,11 +1,12 @@
 """A persistent search collection: documents, ids, metadata and every index, in one place.
 
-Where that place is, is the backend's business (`storage.py`): a folder with SQLite by default
-(`folder_backend.py`), or a schema in PostgreSQL with pgvector (`backend="postgresql://..."`,
-`postgres_backend.py`). The API, the search modes and the results are the same on each.
+Where that place is, is the backend's business (`backends/`): a folder with SQLite by default
+(`backends/folder/`), a schema in PostgreSQL with pgvector (`backend="postgresql://..."`), or Qdrant
+(`backend="qdrant://..."`). The API, the search modes and the results are the same on each.
 
-The store is the source of truth and every index is derived from it (see `store.py` and
-`live_index.py`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
+The store is the source of truth and every index is derived from it; the backend hands out each
+retriever (`Backend.retriever`: its own search, or an index in this process following the store,
+`followers/`). `add` encodes and tokenizes a batch, then commits it in one transaction: a process
 killed at any moment leaves the collection at its last commit, and an index saved before that commit
 is caught up from the database when the collection opens. Readers in other processes see each
 commit at their next search.
@@ -25,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -40,27 +40,21 @@ from ..backends.base import (
     CollectionNotFoundError,
     Counts,
     Document,
-    KeepsLexicalFiles,
-    LexicalSearch,
     NewRow,
-    ProvidesLexical,
     ReadOnlyError,
-    SavesTail,
     Store,
     text_hash,
 )
 from ..backends.filters import compile_filter
 from ..backends.schemes import collection_names, drop_collection, is_storage_error, open_backend
-from ..followers.dense import label_problems
-from ..followers.lexical import LexicalIndex
 from ..index.exact import ExactIndex
-from .encoding import CollectionEncoding
-from .image_files import document_input, image_documents, input_key
+from .encoding import Encoding
+from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
-from .passages import ChunkingConfig, PassagePlanner, document_hash, late_key, title_of
-from .results import AddResult
-from .retrievers import EXTRAS, extras_config, m3_pass, m3_views, open_extras
-from .search import CollectionSearch
+from .passages import ChunkingConfig, document_hash, late_key, title_of
+from .results import AddResult, SearchHit
+from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
+from .search import Searcher
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
@@ -74,10 +68,14 @@ INFO_KEYS = (
 )  # fmt: skip
 
 
-class Collection(CollectionSearch, CollectionEncoding):
+class Collection:
     """Documents with ids and metadata, searchable by meaning, by words, or both. Use
     `Collection.create(folder, model=...)` once, then `Collection.open(folder)`; with
-    `backend="postgresql://..."` the first argument is the collection's name in that database."""
+    `backend="postgresql://..."` the first argument is the collection's name in that database.
+
+    It holds its parts: the backend and its store (the source of truth), the indexes derived from
+    it, an `Encoding` (models, passages, vectors, tokens) and a `Searcher` (retrieval, fusion,
+    rerank); it writes itself, and hands searches to the searcher."""
 
     def __init__(
         self,
@@ -106,31 +104,25 @@ class Collection(CollectionSearch, CollectionEncoding):
                 f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
             )
         self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
-        self._planner: PassagePlanner | None = None
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
         self.m3 = m3_pass(self.config, encoders, device)  # bge-m3: the three encoders share one pass
-        self._encoder = encoder if encoder is not None else encoders.get("dense")
-        self._query_encoder: Any = None
-        self.pace: Callable[[], int | None] | None = None
-        self._device = device
-        self._cross_encoders: dict[str, Any] = {}
-        self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")  # no thread until used
-        self._lock_timeout = lock_timeout
-        self.dense = backend.dense_index(store, self.config)
-        own = None  # BM25 answered by the backend itself, where it can
-        if isinstance(backend, ProvidesLexical):
-            own = backend.lexical_index(store, self.config["lexical"])
-        self.lexical: LexicalSearch = (
-            own
-            if own is not None
-            else LexicalIndex(
-                self.config["lexical"],
-                backend.reader() if background_refresh else None,
-                backend.lexical_files() if isinstance(backend, KeepsLexicalFiles) else None,
-            )
+        self.encoding = Encoding(
+            self.config,
+            self.folder,
+            self.chunking,
+            encoder if encoder is not None else encoders.get("dense"),
+            device,
         )
+        self._lock_timeout = lock_timeout
+        # Every retriever is the backend's to hand out: its own search, or an index in this process
+        # following the store (`followers/`); the collection runs them alike.
+        self.dense = backend.retriever("dense", store, self.config)
+        self.lexical = backend.retriever("lexical", store, self.config, background_refresh)
         self.extras = open_extras(self.config, store, encoders, device, backend)
         self.sparse, self.multi_vector = self.extras.get("sparse"), self.extras.get("multi_vector")
+        self.searcher = Searcher(
+            store, self.config, self.encoding, self.dense, self.lexical, self.extras, self.m3
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------------
     @classmethod
@@ -150,31 +142,23 @@ class Collection(CollectionSearch, CollectionEncoding):
         document_prompt_name: str | None = None,
         chunking: Mapping[str, Any] | None = None,
         device: str | None = None,
-        sparse_model: str | os.PathLike[str] | None = None,
-        sparse_encoder: Any = None,
-        multi_vector_model: str | os.PathLike[str] | None = None,
-        multi_vector_encoder: Any = None,
-        m3_model: str | os.PathLike[str] | None = None,
-        m3_encoder: Any = None,
+        retrievers: RetrieverModels | Mapping[str, Any] | None = None,
+        **models: Any,
     ) -> Collection:
         """A new, empty collection. `model` is a model folder or hub id (None: the embedded default);
         `encoder` may pass that model already loaded; `chunking` sets how long documents become
-        passages (see `passages.py`). Extra retrievers (each model a folder or hub id, optionally
-        already loaded as its `*_encoder`): `sparse_model` (SPLADE; folder, PostgreSQL and
-        Qdrant collections), `multi_vector_model` (ColBERT; folder and Qdrant), or `m3_model` (bge-m3, in
-        place of `model`: dense, sparse and ColBERT vectors from one pass, see `m3_pass.py`; folder and
-        Qdrant). The folder (or the PostgreSQL schema, with `backend`) appears complete or not
-        at all."""
+        passages (see `passages.py`). `retrievers`: the extra retrievers (`RetrieverModels`, or a
+        mapping such as {"sparse": "naver/splade-v3"}): SPLADE ("sparse"), ColBERT
+        ("multi_vector") or bge-m3 in place of `model` ("m3"); the keywords `sparse_model`,
+        `multi_vector_model`, `m3_model` and their `*_encoder` (the model already loaded) say the
+        same. The folder (or the PostgreSQL schema, with `backend`) appears complete or not at all."""
+        extra_models = RetrieverModels.of(retrievers, **models)
         place = open_backend(folder, backend)
         if index not in ("exact", "hnsw"):
             raise ValueError(f"unknown index {index!r}; choose exact or hnsw")
         if metric not in ExactIndex.METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(ExactIndex.METRICS)}")
-        extras, loaded = extras_config(
-            place, device, sparse_model=sparse_model, sparse_encoder=sparse_encoder,
-            multi_vector_model=multi_vector_model, multi_vector_encoder=multi_vector_encoder,
-            m3_model=m3_model, m3_encoder=m3_encoder,
-        )  # fmt: skip
+        extras, loaded = extras_config(place, device, extra_models)
         if "m3" in loaded:
             if model is not None or encoder is not None:
                 raise ValueError("m3_model is the collection's model; give no model or encoder beside it")
@@ -289,11 +273,11 @@ class Collection(CollectionSearch, CollectionEncoding):
                     else:
                         self._maybe_save()
                     if self.lexical.ready:  # a writer that built BM25 leaves its files current
-                        self._save_lexical()
+                        self.lexical.save_files(self.store)
         except CollectionNotFoundError:
             pass
         finally:
-            self._beside.shutdown()
+            self.searcher.close()
             self.store.close()
 
     def __enter__(self) -> Collection:
@@ -373,7 +357,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                         self.lexical.sync(self.store)
                     # a long add saves its indexes as it goes, so a reader opened meanwhile replays
                     # little from the store (each save costs what was added since the last)
-                    self._save_lexical(least=SAVE_EVERY)
+                    self.lexical.save_files(self.store, least=SAVE_EVERY)
                     self.dense.sync(self.store)
                     self._maybe_save()
                     bar.update(len(ids[start:end]))
@@ -381,7 +365,7 @@ class Collection(CollectionSearch, CollectionEncoding):
                 bar.close()
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical(least=SAVE_EVERY)
+            self.lexical.save_files(self.store, least=SAVE_EVERY)
         return result
 
     def upsert(
@@ -424,14 +408,14 @@ class Collection(CollectionSearch, CollectionEncoding):
                 replaced.append(doc_id)
                 new_rows.append(i)
         plans = (
-            self._plan(
+            self.encoding.plan(
                 [texts[i] for i in new_rows], [titles[i] for i in new_rows], [outlines[i] for i in new_rows]
             )
             if new_rows
             else []
         )
         passages = [(i, p, len(plan)) for i, plan in zip(new_rows, plans, strict=True) for p in plan]
-        late = self._planner is not None and self.chunking.late
+        late = self.encoding.planner is not None and self.chunking.late
         inputs = [document_input(p.encoded, metas[i], self.images) for i, p, _ in passages]
         hashes = [
             late_key(digests[i], p) if late and n > 1 else input_key(x, text_hash(p.encoded))
@@ -440,11 +424,13 @@ class Collection(CollectionSearch, CollectionEncoding):
         cached = self.store.cached_hashes(model, hashes)
         encoded = [p.encoded for _, p, _ in passages]
         with self.m3.shared() if self.m3 is not None else nullcontext():  # bge-m3: one pass for all three
-            to_encode, vectors = self._vectors(passages, inputs, hashes, cached, texts, titles, batch_size)
+            to_encode, vectors = self.encoding.vectors(
+                passages, inputs, hashes, cached, texts, titles, batch_size
+            )
             extra = [(r, r.missing(self.store, hashes, encoded)) for r in self.extras.values() if passages]
         # Passages of one window share its text for BM25: each distinct text is tokenized once.
         contexts = list(dict.fromkeys(p.lexical for _, p, _ in passages))
-        tokenized = dict(zip(contexts, self._tokenize(contexts) if contexts else [], strict=True))
+        tokenized = dict(zip(contexts, self.encoding.tokenize(contexts) if contexts else [], strict=True))
         tokens = [tokenized[p.lexical] for _, p, _ in passages]
         rows = [
             NewRow(
@@ -518,16 +504,8 @@ class Collection(CollectionSearch, CollectionEncoding):
                 removed = self.store.delete(list(ids))
             self.dense.sync(self.store)
             self._maybe_save()
-            self._save_lexical(least=SAVE_EVERY)
+            self.lexical.save_files(self.store, least=SAVE_EVERY)
         return removed
-
-    def _save_lexical(self, least: int = 1) -> None:
-        """Bring the saved BM25 files up to this write (what it added: a new reader maps them), once
-        at least `least` passages and deletions are unsaved."""
-        if isinstance(self.lexical, LexicalIndex) and self.lexical.persistent:
-            self.lexical.sync(self.store)
-            if self.lexical.unsaved >= least:
-                self.lexical.save()
 
     def _maybe_save(self) -> None:
         """Save the dense index file when much has changed since the last save; a crash before that
@@ -539,7 +517,7 @@ class Collection(CollectionSearch, CollectionEncoding):
         )
         if changed >= max(10_000, len(self.dense.index) // 10):
             self.backend.save_dense(self.dense)
-        elif isinstance(self.dense, SavesTail) and self.dense.tail_due():
+        elif self.dense.tail_due():
             self.backend.save_dense(self.dense, tail=True)  # what a new reader would read back
 
     def flush(self) -> None:
@@ -591,9 +569,95 @@ class Collection(CollectionSearch, CollectionEncoding):
         self.lexical.sync(self.store, wait=True)
         with self.store.snapshot():
             labels = self.store.labels_matching(*compile_filter(None, dialect=self.store.dialect))
-        problems += label_problems("dense index", self.dense.index.ids(), labels)
-        if not np.array_equal(self.lexical.labels, labels):
-            problems.append("lexical index does not match the documents")
-        for retriever in self.extras.values():
+        for retriever in (self.dense, self.lexical, *(r.engine for r in self.extras.values())):
             problems += retriever.problems(self.store, labels)
         return problems
+
+    # -- searching (the searcher's) -------------------------------------------------------------------
+    def search(
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        *,
+        mode: str = "dense",
+        filter: Mapping[str, Any] | None = None,
+        fusion: str | None = None,
+        weights: Sequence[float] | None = None,
+        rrf_k: float = 60.0,
+        normalization: str | None = None,
+        candidates: int = 100,
+        rerank: Any = None,
+        rerank_k: int | None = None,
+        unit: str = "document",
+        aggregate: str = "max",
+        batch_size: int = 32,
+    ) -> Any:
+        """The k best documents for a query (a list of hits) or for each of several queries.
+
+        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
+          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
+          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
+          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
+          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
+          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
+          three weights, None: the collection's, see `m3_pass.py`).
+        - filter: metadata conditions (see `filters.py`), applied before ranking.
+        - candidates: how many each retriever hands to fusion and rerank.
+        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
+          (default `candidates`) results by reading query and document together.
+        - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
+          or "sum", see `results.py`) or "passage" (passages ranked on their own).
+        """
+        return self.searcher.search(
+            query, k, mode=mode, filter=filter, fusion=fusion, weights=weights, rrf_k=rrf_k,
+            normalization=normalization, candidates=candidates, rerank=rerank, rerank_k=rerank_k,
+            unit=unit, aggregate=aggregate, batch_size=batch_size,
+        )  # fmt: skip
+
+    def retrievers(self, mode: str) -> list[str]:
+        """The retrievers a search `mode` runs (`Searcher.retrievers`)."""
+        return self.searcher.retrievers(mode)
+
+    def sample(
+        self, limit: int = 2000, filter: Mapping[str, Any] | None = None
+    ) -> tuple[list[Document], np.ndarray]:
+        """Up to `limit` documents spread evenly over the collection, with their stored vectors
+        (`Searcher.sample`)."""
+        return self.searcher.sample(limit, filter)
+
+    def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
+        """The query's BM25 terms each hit's passage contains (`Searcher.matched_terms`)."""
+        return self.searcher.matched_terms(query, hits)
+
+    # -- encoding (the encoding's) ----------------------------------------------------------------------
+    @property
+    def encoder(self) -> Any:
+        """The collection's model, loaded on first need."""
+        return self.encoding.encoder
+
+    @property
+    def query_encoder(self) -> Any:
+        """What encodes queries (`Encoding.query_encoder`)."""
+        return self.encoding.query_encoder
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Encode with `encoder`, the collection's model already loaded elsewhere (`Encoding.use_encoder`)."""
+        self.encoding.use_encoder(encoder)
+
+    @property
+    def images(self) -> ImageFiles | None:
+        """The stored image files of an image collection (a folder collection's `images/`)."""
+        return self.encoding.images
+
+    @property
+    def pace(self) -> Callable[[], int | None] | None:
+        """A hook a server sets, called before each batch of a write's work (`Encoding.tokenize`)."""
+        return self.encoding.pace
+
+    @pace.setter
+    def pace(self, hook: Callable[[], int | None] | None) -> None:
+        self.encoding.pace = hook
+
+    def warm_up(self) -> None:
+        """Load the lexical analyser now (`Encoding.warm_up`)."""
+        self.encoding.warm_up()

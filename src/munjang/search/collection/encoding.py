@@ -1,6 +1,7 @@
-"""The encoding half of a collection's writes: the model (loaded on first need), passages planned to
-fit its window, dense vectors (plain, paced batch by batch beside a server's searches, or late-chunked)
-and BM25 tokens. `Collection` mixes this in (see `collection.py` for the attributes it reads).
+"""A collection's encoding: the model (loaded on first need), passages planned to fit its window,
+dense vectors (plain, paced batch by batch beside a server's searches, or late-chunked), query
+vectors and BM25 tokens. `Collection` holds one (`collection.encoding`); its searcher encodes
+queries through it.
 """
 
 from __future__ import annotations
@@ -17,17 +18,24 @@ from .passages import ChunkingConfig, CountsTokens, Passage, PassagePlanner
 from .sections import Section
 
 
-class CollectionEncoding:
-    """Models and encoding for `Collection`."""
+class Encoding:
+    """The models and encoding of one collection, configured by its stored `config`."""
 
-    config: dict[str, Any]
-    folder: Path | None
-    chunking: ChunkingConfig
-    pace: Callable[[], int | None] | None
-    _encoder: Any
-    _query_encoder: Any
-    _device: str | None
-    _planner: PassagePlanner | None
+    def __init__(
+        self,
+        config: dict[str, Any],
+        folder: Path | None,
+        chunking: ChunkingConfig,
+        encoder: Any = None,
+        device: str | None = None,
+    ) -> None:
+        self.config, self.folder, self.chunking, self.device = config, folder, chunking, device
+        self._encoder = encoder
+        self._query_encoder: Any = None
+        self.planner: PassagePlanner | None = None
+        # Called before each batch of a write's work by a server that also answers searches on the
+        # collection (`tokenize`): it may wait, and returns the torch threads the next batch may use.
+        self.pace: Callable[[], int | None] | None = None
 
     @property
     def encoder(self) -> Any:
@@ -35,7 +43,7 @@ class CollectionEncoding:
             from ...encoders.embedder import load_embedder
 
             model = self.config["model"]
-            self._encoder = load_embedder(None if model == "default" else model, device=self._device)
+            self._encoder = load_embedder(None if model == "default" else model, device=self.device)
             dim = int(self._encoder.get_embedding_dimension())
             if dim != self.config["dim"]:
                 raise CollectionError(
@@ -85,7 +93,7 @@ class CollectionEncoding:
         """The stored image files of an image collection (a folder collection's `images/`)."""
         return ImageFiles.of_collection(self.folder)
 
-    def _encode(
+    def encode(
         self,
         texts: Sequence[str | Path],
         prompt_name: str | None,
@@ -103,14 +111,14 @@ class CollectionEncoding:
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.config["dim"])
 
-    def _encode_documents(
+    def encode_documents(
         self, texts: list[str | Path], prompt_name: str | None, batch_size: int
     ) -> np.ndarray:
-        """`_encode` for a write, paced batch by batch when a `pace` hook is set (see `_tokenize`);
+        """`encode` for a write, paced batch by batch when a `pace` hook is set (see `tokenize`);
         texts are sorted by length first, so batches stay as evenly padded as the encoder's own
         sort would make them."""
         if self.pace is None:
-            return self._encode(texts, prompt_name, batch_size, False)
+            return self.encode(texts, prompt_name, batch_size, False)
         from ...inference.hardware import torch_threads  # torch only once a write encodes
 
         order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
@@ -118,22 +126,22 @@ class CollectionEncoding:
         for start in range(0, len(texts), batch_size):
             part = order[start : start + batch_size]
             with torch_threads(self.pace()):
-                out[part] = self._encode([texts[i] for i in part], prompt_name, batch_size, False)
+                out[part] = self.encode([texts[i] for i in part], prompt_name, batch_size, False)
         return out
 
-    def _tokenize(self, texts: list[str], batch: int = 64) -> list[list[str]]:
+    def tokenize(self, texts: list[str], batch: int = 64) -> list[list[str]]:
         """Lexical tokens for a write. A `pace` hook, set by a server that also answers searches on
         this collection, is called before each batch of a write's work: it may wait while a search
         is in flight and returns the torch threads the next encoding batch may use (None: all)."""
         if self.pace is None:
-            return list(self._tokenizer().tokenize_many(texts))
+            return list(self.tokenizer().tokenize_many(texts))
         tokens: list[list[str]] = []
         for start in range(0, len(texts), batch):
             self.pace()
-            tokens += self._tokenizer().tokenize_many(texts[start : start + batch])
+            tokens += self.tokenizer().tokenize_many(texts[start : start + batch])
         return tokens
 
-    def _tokenizer(self) -> Any:
+    def tokenizer(self) -> Any:
         from ..index.tokenizers import tokenizer_from_config
 
         # Collections made before the whole config was kept hold its name, and Kiwi's multi-word
@@ -145,9 +153,9 @@ class CollectionEncoding:
         """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the
         interpreter lock meanwhile, so a server loads it when it opens a collection rather than
         stalling every thread at the first Korean text of a write."""
-        self._tokenizer()("한국어 문장")
+        self.tokenizer()("한국어 문장")
 
-    def _plan(
+    def plan(
         self, texts: list[str], titles: list[str | None], outlines: list[list[Section] | None] | None = None
     ) -> list[list[Passage]]:
         """Each document's passages. An encoder that cannot count tokens (no `tokenizer` or
@@ -155,13 +163,13 @@ class CollectionEncoding:
         encoder = self.encoder
         if not isinstance(encoder, CountsTokens):
             return [[Passage(0, 0, len(t), t, t)] for t in texts]
-        if self._planner is None:
+        if self.planner is None:
             name = self.config["document_prompt_name"]
             prompt = (getattr(encoder, "prompts", {}) or {}).get(name, "") if name else ""
-            self._planner = PassagePlanner(encoder, self.chunking, prompt)
-        return self._planner.plan(texts, titles, outlines)
+            self.planner = PassagePlanner(encoder, self.chunking, prompt)
+        return self.planner.plan(texts, titles, outlines)
 
-    def _vectors(
+    def vectors(
         self,
         passages: list[tuple[int, Passage, int]],
         inputs: list[str | Path],
@@ -179,7 +187,7 @@ class CollectionEncoding:
         late: dict[int, list[tuple[Passage, str]]] = {}
         missing: set[int] = set()
         for (i, p, n), x, h in zip(passages, inputs, hashes, strict=True):
-            if self.chunking.late and n > 1 and self._planner is not None:
+            if self.chunking.late and n > 1 and self.planner is not None:
                 late.setdefault(i, []).append((p, h))
                 if h not in cached:
                     missing.add(i)
@@ -187,11 +195,11 @@ class CollectionEncoding:
                 plain.setdefault(h, x)
         keys, parts = list(plain), []
         if plain:
-            parts.append(self._encode_documents(list(plain.values()), prompt_name, batch_size))
+            parts.append(self.encode_documents(list(plain.values()), prompt_name, batch_size))
         for i in sorted(missing):
-            assert self._planner is not None
+            assert self.planner is not None
             doc = [p for p, _ in late[i]]
-            parts.append(self._planner.late_vectors(texts[i], titles[i], doc, prompt_name, batch_size))
+            parts.append(self.planner.late_vectors(texts[i], titles[i], doc, prompt_name, batch_size))
             keys += [h for _, h in late[i]]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.config["dim"]), np.float32)
         return keys, vectors

@@ -13,21 +13,14 @@ Pooling, optionally Normalize: e5, MiniLM, most SBERT models) can be late-chunke
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from .passages import Passage  # a passage's character span: `start`, `end`
+
 CountTokens = Callable[[list[str]], list[int]]
-
-
-class Span(Protocol):
-    """A passage's character span in its document (`passages.Passage` is one)."""
-
-    @property
-    def start(self) -> int: ...
-
-    @property
-    def end(self) -> int: ...
 
 
 def check_late_chunking(encoder: Any) -> None:
@@ -43,7 +36,7 @@ def check_late_chunking(encoder: Any) -> None:
         )
 
 
-def windows(text: str, passages: Sequence[Span], count: CountTokens, budget: int) -> list[list[int]]:
+def windows(text: str, passages: Sequence[Passage], count: CountTokens, budget: int) -> list[list[int]]:
     """Consecutive passages grouped so that each group's span of the text fits `budget` tokens."""
     groups: list[list[int]] = []
     for i, passage in enumerate(passages):
@@ -59,7 +52,7 @@ def windows(text: str, passages: Sequence[Span], count: CountTokens, budget: int
 def late_vectors(
     encoder: Any,
     text: str,
-    passages: Sequence[Span],
+    passages: Sequence[Passage],
     count: CountTokens,
     budget: int,
     prefix: str = "",

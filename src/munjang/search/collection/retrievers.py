@@ -3,23 +3,27 @@ multi-vector (ColBERT, `multi_vector_retriever.py`), and bge-m3 giving both plus
 from one pass (`m3_pass.py`).
 
 Each is recorded in the collection's configuration under its search mode's name ("sparse",
-"multi_vector") and shares one small interface, so `Collection` handles them alike: at add time
-`missing` computes the vectors the store's cache lacks, `put` writes them in the passage's
-transaction; `search` ranks (its index caught up from the store by watermark), `problems` compares
-its index with the stored passages.
+"multi_vector") and is its model's side of the retriever, the same for each, so `Collection`
+handles them alike: at add time `missing` computes the vectors the store's cache lacks, `put` writes
+them in the passage's transaction; at search time `encode_queries` is the query side, and `engine`,
+the backend's retriever of that kind (`Backend.retriever`), ranks; `stored` and `problems` ask it.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..backends.base import KeepsExtraVectors
+from ..backends.base import Backend
 
 if TYPE_CHECKING:
     from .m3_pass import OnePass
+    from .multi_vector_retriever import MultiVectorRetriever
+    from .sparse_retriever import SparseRetriever
+
+    ExtraRetriever = SparseRetriever | MultiVectorRetriever
 
 # The retrievers' modules are imported when a collection has them: they bring torch and the model
 # code, which a collection of dense and BM25 alone (and a reader that never encodes) does without.
@@ -28,61 +32,79 @@ if TYPE_CHECKING:
 EXTRAS = ("sparse", "multi_vector")
 
 
-class Retriever(Protocol):
-    """What a collection calls on an extra retriever."""
+# Extra retrievers' models by kind: the search mode they serve ("sparse", "multi_vector"), or "m3"
+# (bge-m3 in place of the dense model, with both extra retrievers from one pass).
+KINDS = ("sparse", "multi_vector", "m3")
 
-    name: str
-    key: str
 
-    def missing(self, store: Any, hashes: Any, texts: Any) -> tuple[list[str], list[Any]]: ...
+@dataclass(frozen=True)
+class Model:
+    """An extra retriever's model: the folder or hub id the collection reloads it by, and
+    optionally the model already loaded (`encoder`)."""
 
-    def put(self, store: Any, hashes: list[str], values: list[Any]) -> None: ...
+    name: str | os.PathLike[str] | None = None
+    encoder: Any = None
 
-    @property
-    def sql_filters(self) -> bool:
-        """Whether `search` applies the compiled SQL filter `where` itself (else `allowed` labels)."""
-        ...
 
-    def native_filter(self, spec: Any) -> Any | None:
-        """The filter compiled for the engine that searches it (`FiltersNatively`), or None."""
-        ...
+@dataclass(frozen=True)
+class RetrieverModels:
+    """The extra retrievers a new collection holds beside dense and BM25, one `Model` (or None) per
+    kind: `sparse` (SPLADE; folder, PostgreSQL and Qdrant collections), `multi_vector` (ColBERT;
+    folder and Qdrant) or `m3` (bge-m3 in place of the collection's model: dense, sparse and
+    ColBERT vectors from one pass, see `m3_pass.py`; folder and Qdrant). A new kind is a field here,
+    not a pair of parameters of `Collection.create`."""
 
-    def search(
-        self,
-        store: Any,
-        queries: Any,
-        k: int,
-        allowed: np.ndarray | None,
-        where: Any = None,
-        native: Any = None,
-    ) -> list[list[tuple[int, float]]]: ...
+    sparse: Model | None = None
+    multi_vector: Model | None = None
+    m3: Model | None = None
 
-    def stored(self, store: Any, labels: np.ndarray) -> list[Any]:
-        """What it holds for each label (bge-m3's scoring reads the candidates' vectors)."""
-        ...
+    @classmethod
+    def of(cls, spec: RetrieverModels | Mapping[str, Any] | None = None, **keywords: Any) -> RetrieverModels:
+        """The spec from `Collection.create`'s `retrievers` (this class, or a mapping of kind to a
+        model name, a `Model`, or None) and its older keywords (`sparse_model`, `sparse_encoder`,
+        `multi_vector_model`, `multi_vector_encoder`, `m3_model`, `m3_encoder`), which it replaces;
+        a kind given both ways is refused."""
+        given: dict[str, Any] = {}
+        if isinstance(spec, RetrieverModels):
+            given = {kind: getattr(spec, kind) for kind in KINDS}
+        elif spec is not None:
+            unknown = set(spec) - set(KINDS)
+            if unknown:
+                raise ValueError(f"unknown retriever {sorted(unknown)[0]!r}; choose from {', '.join(KINDS)}")
+            given = {k: v if v is None or isinstance(v, Model) else Model(v) for k, v in spec.items()}
+        parts: dict[str, dict[str, Any]] = {}
+        for key, value in keywords.items():
+            kind, _, part = key.rpartition("_")
+            if kind not in KINDS or part not in ("model", "encoder"):
+                raise TypeError(f"Collection.create() got an unexpected keyword argument {key!r}")
+            if value is not None:
+                parts.setdefault(kind, {})[part] = value
+        for kind, named in parts.items():
+            if given.get(kind) is not None:
+                raise ValueError(f"the {kind} retriever is given twice (in retrievers and as {kind}_*)")
+            given[kind] = Model(named.get("model"), named.get("encoder"))
+        return cls(**given)
 
-    def problems(self, store: Any, labels: np.ndarray) -> list[str]: ...
+    def named(self, kind: str) -> tuple[str | os.PathLike[str] | None, Any]:
+        """(model name, loaded encoder) of `kind`, (None, None) when the collection has none."""
+        model = getattr(self, kind)
+        return (None, None) if model is None else (model.name, model.encoder)
 
 
 def extras_config(
-    backend: Any,
-    device: str | None,
-    *,
-    sparse_model: str | os.PathLike[str] | None = None,
-    sparse_encoder: Any = None,
-    multi_vector_model: str | os.PathLike[str] | None = None,
-    multi_vector_encoder: Any = None,
-    m3_model: str | os.PathLike[str] | None = None,
-    m3_encoder: Any = None,
+    backend: Backend, device: str | None, models: RetrieverModels
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What a new collection records for its extra retrievers, and the encoders already loaded (by
     name: "sparse", "multi_vector", and for bge-m3 "m3", the one pass that also encodes dense)."""
     config: dict[str, Any] = {}
     encoders: dict[str, Any] = {}
+    sparse_model, sparse_encoder = models.named("sparse")
+    multi_vector_model, multi_vector_encoder = models.named("multi_vector")
+    m3_model, m3_encoder = models.named("m3")
     if m3_model is not None or m3_encoder is not None:
         if m3_model is None:
             raise ValueError("m3_encoder needs m3_model: the folder or hub id the collection reloads it by")
-        if not (isinstance(backend, KeepsExtraVectors) and backend.keeps_vectors("m3")):
+        if "m3" not in backend.retrievers:
             raise ValueError(
                 f"a bge-m3 collection needs a folder or Qdrant collection; {backend.kind} has none"
             )
@@ -123,20 +145,20 @@ def m3_pass(config: dict[str, Any], encoders: dict[str, Any], device: str | None
 
 
 def open_extras(
-    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None, backend: Any
-) -> dict[str, Retriever]:
-    """The collection's extra retrievers, by mode name, in hybrid's order (EXTRAS); the sparse one
-    is searched by the backend where it provides that (`ProvidesSparse`)."""
-    out: dict[str, Retriever] = {}
+    config: dict[str, Any], store: Any, encoders: dict[str, Any], device: str | None, backend: Backend
+) -> dict[str, ExtraRetriever]:
+    """The collection's extra retrievers, by mode name, in hybrid's order (EXTRAS), each searched by
+    the index its backend hands out for that kind."""
+    out: dict[str, ExtraRetriever] = {}
     if config.get("sparse"):
         from .sparse_retriever import SparseRetriever
 
-        out["sparse"] = SparseRetriever(config["sparse"], store, encoders.get("sparse"), device, backend)
+        out["sparse"] = SparseRetriever(config, store, encoders.get("sparse"), device, backend)
     if config.get("multi_vector"):
         from .multi_vector_retriever import MultiVectorRetriever
 
         out["multi_vector"] = MultiVectorRetriever(
-            config["multi_vector"], store, encoders.get("multi_vector"), device, backend
+            config, store, encoders.get("multi_vector"), device, backend
         )
     return out
 

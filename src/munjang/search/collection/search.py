@@ -1,16 +1,15 @@
 """Searching a collection: dense, lexical (BM25), sparse, multi-vector, hybrid and bge-m3 retrieval over
 its passages, filters, grouping into documents, and an optional cross-encoder rerank. `Collection`
-mixes this in; it holds the store and the indexes (`collection.py`).
+holds a `Searcher` over its store and indexes (`collection.py`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -20,15 +19,19 @@ from ..backends.base import (
     Counts,
     DenseSearch,
     Document,
-    FiltersLexicalInSql,
-    FiltersLexicalNatively,
-    FiltersNatively,
+    Filter,
     LexicalSearch,
-    SearchesApart,
+    Queries,
+    Retriever,
     Store,
+    TopK,
 )
 from ..backends.filters import compile_filter
 from ..index.fusion import FUSIONS, fuse
+from .encoding import Encoding
+
+if TYPE_CHECKING:
+    from .retrievers import ExtraRetriever
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
 MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
@@ -60,32 +63,30 @@ def passages_to_fetch(pool: int, counts: Counts | None) -> int:
     return min(pool * PASSAGES_PER_DOCUMENT, math.ceil(pool * factor))
 
 
-class CollectionSearch:
-    """The search half of `Collection` (see `collection.py` for the attributes it reads)."""
+class Searcher:
+    """How a collection answers searches: its retrievers, filters, fusion, grouping of passages into
+    documents and reranking. `Collection` holds one and hands it the parts it searches."""
 
-    store: Store
-    dense: DenseSearch
-    lexical: LexicalSearch
-    sparse: Any  # a SparseRetriever, or None for a collection without a sparse model
-    extras: dict[str, Any]  # the extra retrievers by mode name (`retrievers.py`)
-    m3: Any  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
-    config: dict[str, Any]
-    _device: str | None
-    _cross_encoders: dict[str, Any]
-    _beside: ThreadPoolExecutor  # the one thread a dense index searching apart runs on (started at first use)
+    def __init__(
+        self,
+        store: Store,
+        config: dict[str, Any],
+        encoding: Encoding,
+        dense: DenseSearch,
+        lexical: LexicalSearch,
+        extras: dict[str, ExtraRetriever],
+        m3: Any,
+    ) -> None:
+        self.store, self.config, self.encoding = store, config, encoding
+        self.dense, self.lexical = dense, lexical
+        self.extras = extras  # the extra retrievers by mode name (`retrievers.py`)
+        self.m3 = m3  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
+        self._cross_encoders: dict[str, Any] = {}
+        # the one thread a dense index searching apart runs on (started at first use)
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")
 
-    if TYPE_CHECKING:
-
-        def _encode(
-            self,
-            texts: Sequence[str | Path],
-            prompt_name: str | None,
-            batch_size: int,
-            progress: bool,
-            queries: bool = False,
-        ) -> np.ndarray: ...
-
-        def _tokenizer(self) -> Any: ...
+    def close(self) -> None:
+        self._beside.shutdown()
 
     def sample(
         self, limit: int = 2000, filter: Mapping[str, Any] | None = None
@@ -106,7 +107,7 @@ class CollectionSearch:
         keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
         indexed them (their stored tokens, with the default chunking those of the passage's window),
         not tokenized again."""
-        terms = list(dict.fromkeys(self._tokenizer()(query)))
+        terms = list(dict.fromkeys(self.encoding.tokenizer()(query)))
         stored = self.store.tokens_of([h.label for h in hits])
         return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
 
@@ -128,22 +129,7 @@ class CollectionSearch:
         aggregate: str = "max",
         batch_size: int = 32,
     ) -> Any:
-        """The k best documents for a query (a list of hits) or for each of several queries.
-
-        - mode: "dense", "lexical", "sparse" (a collection with a sparse model), "multi_vector" (one
-          with a multi-vector model), "hybrid" (the candidates of every retriever the collection
-          has, `retrievers(...)`, fused by `fusion`, "weighted" (default) or "rrf", with `weights`
-          (one per retriever, in that order; None: equal) and `normalization` for weighted (None:
-          "zscore"); see HYBRID_FUSION for how they were chosen), or "m3" (a bge-m3 collection: the
-          dense, sparse and multi-vector candidates scored by bge-m3's weighted sum, `weights` its
-          three weights, None: the collection's, see `m3_pass.py`).
-        - filter: metadata conditions (see `filters.py`), applied before ranking.
-        - candidates: how many each retriever hands to fusion and rerank.
-        - rerank: a cross-encoder (or its folder / hub id) that re-scores the best `rerank_k`
-          (default `candidates`) results by reading query and document together.
-        - unit: "document" (each document once, as its best passage, scored by `aggregate`: "max"
-          or "sum", see `results.py`) or "passage" (passages ranked on their own).
-        """
+        """`Collection.search` (see there)."""
         single = isinstance(query, str) or is_image_input(query)
         queries: list[Any] = [query] if single else list(query)
         for i, q in enumerate(queries):
@@ -175,19 +161,12 @@ class CollectionSearch:
         else:
             grouped = self.store.has_passages()
         fetch = passages_to_fetch(pool, counts) if grouped else pool
-        allowed = where = None
-        natives: dict[str, Any] = {}
-        if filter is not None:
-            where = compile_filter(filter, dialect=self.store.dialect)
-            natives = self._native_filters(filter, names)
-            lexical_sql = isinstance(self.lexical, FiltersLexicalInSql)
-            in_sql = {"dense": self.dense.sql_filters, "lexical": lexical_sql}
-            in_sql |= {name: retriever.sql_filters for name, retriever in self.extras.items()}
-            if not all(in_sql.get(name, False) or name in natives for name in names):
-                allowed = self.store.labels_matching(*where)
+        # Each retriever runs the filter in the form it can (`Filter`): SQL in its database's query,
+        # its engine's own filter, or the labels it allows, read once for all that need them.
+        where = None if filter is None else Filter(filter, self.store, compile_filter)
         shared = self.m3 is not None and mode in ("hybrid", "m3")  # bge-m3: a query encoded once for all
         with self.m3.shared() if shared else nullcontext():
-            runs = self._retrieve_all(names, queries, fetch, allowed, where, batch_size, natives, not shared)
+            runs = self._retrieve_all(names, queries, fetch, where, batch_size, not shared)
             m3_queries = self.m3.encode(queries) if mode == "m3" else None
         results: list[list[SearchHit]] = []
         for i, q in enumerate(queries):
@@ -230,25 +209,20 @@ class CollectionSearch:
         names: list[str],
         queries: list[str],
         k: int,
-        allowed: np.ndarray | None,
-        where: tuple[str, list[Any]] | None,
+        where: Filter | None,
         batch_size: int,
-        natives: dict[str, Any],
         may_part: bool,
-    ) -> dict[str, list[list[tuple[int, float]]]]:
-        """Every retriever's top-k per query, by name. A dense index that searches apart
-        (`SearchesApart`: a database's, on a second connection) runs on this collection's second
+    ) -> dict[str, TopK]:
+        """Every retriever's top-k per query, by name. A dense index that searches apart (a
+        database's, on a second connection: `DenseSearch.apart`) runs on this searcher's second
         thread while the others run on this one, so their waits on the database overlap."""
-        twin = None
-        if may_part and "dense" in names and len(names) > 1 and isinstance(self.dense, SearchesApart):
-            twin = self.dense.apart()
+        twin = self.dense.apart() if may_part and "dense" in names and len(names) > 1 else None
         pending = None
         if twin is not None:
-            args = (queries, k, allowed, where, batch_size, natives.get("dense"), twin)
-            pending = self._beside.submit(self._retrieve, "dense", *args)
+            pending = self._beside.submit(self._retrieve, "dense", queries, k, where, batch_size, twin)
         try:
             runs = {
-                name: self._retrieve(name, queries, k, allowed, where, batch_size, natives.get(name))
+                name: self._retrieve(name, queries, k, where, batch_size)
                 for name in names
                 if pending is None or name != "dense"
             }
@@ -265,44 +239,33 @@ class CollectionSearch:
         name: str,
         queries: list[str],
         k: int,
-        allowed: np.ndarray | None,
-        where: tuple[str, list[Any]] | None,
+        where: Filter | None,
         batch_size: int,
-        native: Any = None,
-        dense: DenseSearch | None = None,
-    ) -> list[list[tuple[int, float]]]:
-        """One retriever's top-k (label, score) per query; `native`: the filter compiled for its
-        engine (`FiltersNatively`), used instead of `allowed` / `where`; `dense`: the dense index to
-        ask (default: the collection's)."""
-        if name == "dense":
-            if native is not None:
-                return self._dense_search(queries, k, None, native, batch_size, dense)
-            return self._dense_search(queries, k, allowed, where, batch_size, dense)
-        if name == "lexical":
-            if native is not None and isinstance(self.lexical, FiltersLexicalNatively):
-                self.lexical.sync(self.store)
-                tokenizer = self._tokenizer()
-                return self.lexical.search_native([tokenizer(q) for q in queries], k, native)
-            return self._lexical_search(queries, k, allowed, where)
-        results: list[list[tuple[int, float]]] = self.extras[name].search(
-            self.store, queries, k, allowed, where, native
-        )
-        return results
+        retriever: Retriever | None = None,
+    ) -> TopK:
+        """One retriever's top-k (label, score) per query, the queries encoded by its model only if
+        it has something to search; `retriever`: the one to ask (default: the collection's)."""
+        if retriever is None:
+            retriever = self.retriever(name)
+        return retriever.retrieve(self.store, Queries(queries, self._encoder(name, batch_size)), k, where)
 
-    def _native_filters(self, spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-        """The filter compiled by each retriever that runs it in its own engine, where it can keep
-        its meaning (brought up to date first: what can be compiled depends on what is stored)."""
-        natives: dict[str, Any] = {}
-        if "dense" in names and isinstance(self.dense, FiltersNatively):
-            self.dense.sync(self.store)
-            natives["dense"] = self.dense.native_filter(spec)
-        if "lexical" in names and isinstance(self.lexical, FiltersLexicalNatively):
-            self.lexical.sync(self.store)
-            natives["lexical"] = self.lexical.native_filter(spec)
-        for name, retriever in self.extras.items():
-            if name in names:
-                natives[name] = retriever.native_filter(spec)
-        return {name: native for name, native in natives.items() if native is not None}
+    def retriever(self, name: str) -> Retriever:
+        """The retriever of a search mode: "dense", "lexical", or an extra one's index."""
+        if name == "dense":
+            return self.dense
+        if name == "lexical":
+            return self.lexical
+        return self.extras[name].engine
+
+    def _encoder(self, name: str, batch_size: int) -> Callable[[list[Any]], Any]:
+        """How the queries of retriever `name` are encoded: dense vectors, BM25 tokens, or the extra
+        retriever's model's query side."""
+        if name == "dense":
+            prompt = self.config["query_prompt_name"]
+            return lambda texts: self.encoding.encode(texts, prompt, batch_size, False, queries=True)
+        if name == "lexical":
+            return lambda texts: [tokenize(q) for tokenize in [self.encoding.tokenizer()] for q in texts]
+        return self.extras[name].encode_queries
 
     def _m3_ranked(
         self, queries: Any, i: int, runs: list[list[tuple[int, float]]], weights: Sequence[float], k: int
@@ -317,8 +280,8 @@ class CollectionSearch:
         parts = m3_scores(
             query,
             self.store.vectors_of(self.config["model"], self.config["dim"], labels),
-            self.extras["sparse"].stored(self.store, labels),
-            self.extras["multi_vector"].stored(self.store, labels),
+            self.retriever("sparse").stored(self.store, labels.tolist()),
+            self.retriever("multi_vector").stored(self.store, labels.tolist()),
             weights,
         )
         order = np.lexsort((labels, -parts["m3"]))[:k]
@@ -326,43 +289,6 @@ class CollectionSearch:
             (int(labels[j]), float(parts["m3"][j]), {name: float(parts[name][j]) for name in parts})
             for j in order
         ]
-
-    def _dense_search(
-        self,
-        queries: list[str],
-        k: int,
-        allowed: np.ndarray | None,
-        where: tuple[str, list[Any]] | None,
-        batch_size: int,
-        dense: DenseSearch | None = None,
-    ) -> list[list[tuple[int, float]]]:
-        dense = self.dense if dense is None else dense
-        dense.sync(self.store)
-        if (allowed is not None and len(allowed) == 0) or not dense.index:  # empty: skip encoding
-            return [[] for _ in queries]
-        vectors = self._encode(queries, self.config["query_prompt_name"], batch_size, False, queries=True)
-        labels, scores = dense.search(self.store, vectors, k, allowed, where)
-        return [
-            [(int(x), float(s)) for x, s in zip(row_l, row_s, strict=True) if x >= 0]
-            for row_l, row_s in zip(labels, scores, strict=True)
-        ]
-
-    def _lexical_search(
-        self,
-        queries: list[str],
-        k: int,
-        allowed: np.ndarray | None,
-        where: tuple[str, list[Any]] | None = None,
-    ) -> list[list[tuple[int, float]]]:
-        self.lexical.sync(self.store)
-        if allowed is not None and len(allowed) == 0:
-            return [[] for _ in queries]
-        tokenizer = self._tokenizer()
-        tokens = [tokenizer(q) for q in queries]
-        if isinstance(self.lexical, FiltersLexicalInSql):  # the filter runs in the backend's query
-            return self.lexical.search_where(tokens, k, where)
-        results: list[list[tuple[int, float]]] = self.lexical.search(tokens, k, allowed)
-        return results
 
     def _hits(
         self,
@@ -414,7 +340,7 @@ class CollectionSearch:
         if key not in self._cross_encoders:
             from ...encoders.cross import load_cross_encoder
 
-            self._cross_encoders[key] = load_cross_encoder(key, device=self._device)
+            self._cross_encoders[key] = load_cross_encoder(key, device=self.encoding.device)
         return self._cross_encoders[key]
 
 

@@ -13,14 +13,14 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from ..backends.base import Store, Watermark
+from ..backends.base import Filter, Queries, Store, TopK, Watermark, ranked_rows
 from ..index.exact import ExactIndex, _normalized
 from ..index.mapped_exact import MappedExactIndex
 from ..index.segmented_graph import SegmentedGraph
@@ -85,7 +85,6 @@ class DenseIndex:
     that grows with the changes, not with the collection."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
-    sql_filters = False  # filters arrive as a list of allowed labels
 
     def __init__(
         self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any], follow: bool = False
@@ -214,6 +213,26 @@ class DenseIndex:
         (A writer saves a new graph once the changes reach a tenth of the collection.)"""
         added, deleted = now.label - self.saved.label, now.deletion - self.saved.deletion
         return deleted > MASK_LIMIT or added > max(EXHAUSTIVE_LIMIT, len(self.index) // 5)
+
+    def retrieve(self, store: Store, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, the top-k per query vector among the labels `filter` allows (nothing is
+        encoded when none is allowed or nothing is stored)."""
+        self.sync(store)
+        allowed = None if filter is None else filter.allowed
+        if (allowed is not None and len(allowed) == 0) or not self.index:
+            return queries.none()
+        return ranked_rows(*self.search(store, queries.encoded, k, allowed))
+
+    def stored(self, store: Store, labels: Sequence[int]) -> list[Any]:
+        return list(store.vectors_of(self.model, self.dim, np.asarray(labels, dtype=np.int64)))
+
+    def problems(self, store: Store, labels: np.ndarray) -> list[str]:
+        self.sync(store)
+        return label_problems("dense index", self.index.ids(), labels)
+
+    def apart(self) -> None:
+        """Held in this process: it never searches apart."""
+        return None
 
     def search(
         self, store: Store, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None

@@ -1,5 +1,6 @@
-"""A collection's in-process BM25 index, kept in step with its store: the lexical fallback for a
-backend that does not answer BM25 itself (`base.ProvidesLexical`)."""
+"""A collection's in-process BM25 index, kept in step with its store: the lexical retriever of a
+backend that does not answer BM25 itself (the folder's; PostgreSQL's and Qdrant's for the methods
+they do not score)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import Watermark
+from ..backends.base import Filter, Queries, TopK, Watermark
 
 # BM25 methods kept up to date incrementally (the others are rebuilt: their scores need every document).
 INCREMENTAL_METHODS = ("lucene", "robertson", "atire")
@@ -199,6 +200,31 @@ class LexicalIndex:
             if old is None or (watermark.label, watermark.deletion) >= (old.label, old.deletion):
                 self.bm25, self._labels, self.starts, self.watermark = bm25, labels, starts, watermark
                 self._passage_alive = np.ones(len(labels), dtype=bool)
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, the best `k` passages per tokenized query among the labels `filter` allows."""
+        self.sync(store)
+        allowed = None if filter is None else filter.allowed
+        if allowed is not None and len(allowed) == 0:
+            return queries.none()
+        return self.search(queries.encoded, k, allowed)
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
+        """Each label's stored BM25 tokens (its window's, for a passage of a window)."""
+        found = store.tokens_of(list(labels))
+        return [found.get(int(x), []) for x in labels]
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        self.sync(store, wait=True)
+        return [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
+
+    def save_files(self, store: Any, least: int = 1) -> None:
+        """Bring the saved files up to the store (what it added: a new reader maps them), once at
+        least `least` passages and deletions are unsaved; nothing without files."""
+        if self.persistent:
+            self.sync(store)
+            if self.unsaved >= least:
+                self.save()
 
     def search(
         self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None

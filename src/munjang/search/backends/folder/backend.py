@@ -7,8 +7,9 @@
       lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
       write.lock           one writer at a time (a drop is refused while it is held); readers never take it
 
-The database (`sqlite_store.py`) is the source of truth; the indexes (`live_index.py`,
-`live_lexical.py`) are saved beside it as derived files and caught up from the database when it opens.
+The database (`sqlite_store.py`) is the source of truth; the indexes (`followers/dense.py`,
+`followers/lexical.py`) are saved beside it as derived files and caught up from the database when it
+opens; every retriever runs in this process (`FolderBackend.retriever`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
 from ...followers.dense import DenseIndex
-from ..base import CollectionError
+from ...followers.lexical import LexicalIndex
+from ..base import RETRIEVER_KINDS, CollectionError, sparse_cache_key, token_cache_key, unsupported
 from ..disk_faults import storage_fault, writable_media
 from .drop import acquire_writer_lock, drop_folder
 from .sqlite_store import DocumentStore
@@ -51,6 +53,7 @@ class FolderBackend:
     """A collection in `folder`: SQLite plus the in-memory (and, for HNSW, saved) vector index."""
 
     kind = "embedded"
+    retrievers = frozenset(RETRIEVER_KINDS)  # the SQLite store keeps every kind's vectors
 
     def __init__(self, folder: Path) -> None:
         self.folder: Path | None = folder
@@ -59,9 +62,10 @@ class FolderBackend:
         self._lock: FileLock | None = None  # one object per collection, so holding it is reentrant
 
     @staticmethod
-    def names(parent: Path) -> list[str]:
-        """The collection folders directly inside `parent`, by name (hidden ones, being created or
-        dropped, left out)."""
+    def names(where: Path) -> list[str]:
+        """The collection folders directly inside the folder `where`, by name (hidden ones, being
+        created or dropped, left out)."""
+        parent = Path(where)
         if not parent.is_dir():
             raise CollectionError(f"{parent}: no such folder")
         return sorted(p.name for p in parent.iterdir() if p.name[0] != "." and (p / DB_NAME).is_file())
@@ -84,10 +88,6 @@ class FolderBackend:
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
-    def keeps_vectors(self, retriever: str) -> bool:
-        """Every extra retriever: the SQLite store keeps their vectors, in-process indexes search them."""
-        return True
-
     def open_store(self, readonly: bool) -> DocumentStore:
         if not self.path.is_dir():
             raise CollectionError(f"{self.path}: no such collection folder")
@@ -100,13 +100,31 @@ class FolderBackend:
         path = self.path / DB_NAME
         return lambda: DocumentStore(path, readonly=True)
 
-    def dense_index(self, store: Any, config: dict[str, Any]) -> DenseIndex:
-        kind, hnsw = config["index"], config["hnsw"]
-        dense = DenseIndex(
-            kind, config["dim"], config["metric"], config["model"], hnsw, follow=store.readonly
-        )
-        dense.load(self.path)
-        return dense
+    def retriever(self, kind: str, store: Any, config: dict[str, Any], background: bool = False) -> Any:
+        """Every retriever in process, following the SQLite store: the dense index saved beside it
+        (loaded here), BM25 saved in `lexical/` for a new reader to map, SPLADE and ColBERT."""
+        if kind == "dense":
+            dense = DenseIndex(
+                config["index"], config["dim"], config["metric"], config["model"], config["hnsw"],
+                follow=store.readonly,
+            )  # fmt: skip
+            dense.load(self.path)
+            return dense
+        if kind == "lexical":
+            return LexicalIndex(
+                config["lexical"], self.reader() if background else None, self.path / "lexical"
+            )
+        # The extra retrievers' indexes are imported when a collection has them (`collection/retrievers.py`)
+        from ...followers.retrievers import LiveSparseIndex, LiveTokenIndex
+
+        if kind == "sparse":
+            sparse = config["sparse"]
+            return LiveSparseIndex(sparse_cache_key(str(sparse["model"])), int(sparse["dim"]))
+        if kind == "multi_vector":
+            tokens = config["multi_vector"]
+            mean = tokens.get("similarity", "maxsim") == "meanmaxsim"
+            return LiveTokenIndex(token_cache_key(str(tokens["model"])), int(tokens["dim"]), mean)
+        raise unsupported(self, kind)
 
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
@@ -118,9 +136,6 @@ class FolderBackend:
             yield
         finally:
             lock.release()
-
-    def lexical_files(self) -> Path:
-        return self.path / "lexical"
 
     def save_dense(self, dense: Any, tail: bool = False) -> None:
         try:
@@ -139,3 +154,14 @@ class FolderBackend:
         """Remove the collection folder (`folder_drop.py`): only a munjang collection, never while
         a writer holds its lock."""
         drop_folder(self.path, self.location)
+
+
+if TYPE_CHECKING:
+    from ...followers.retrievers import LiveSparseIndex, LiveTokenIndex
+    from ..base import Backend, DenseSearch, LexicalSearch, Retriever
+
+    _CONTRACT: type[Backend] = FolderBackend  # mypy checks the classes against the contract
+    _DENSE: type[DenseSearch] = DenseIndex
+    _LEXICAL: type[LexicalSearch] = LexicalIndex
+    _SPARSE: type[Retriever] = LiveSparseIndex
+    _TOKENS: type[Retriever] = LiveTokenIndex

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..base import CollectionBusyError, CollectionNotFoundError, sparse_cache_key
+from ...followers.lexical import LexicalIndex
+from ..base import CollectionBusyError, CollectionNotFoundError, sparse_cache_key, unsupported
 from .connect import is_database_error, list_collections
 from .dense import PostgresDense
 from .lexical import PostgresLexical, served_in_sql
@@ -33,8 +34,17 @@ class PostgresBackend:
         self.url, self.name = url, name
         self.location = name
 
-    names = staticmethod(list_collections)
-    is_error = staticmethod(is_database_error)
+    retrievers = frozenset({"dense", "lexical", "sparse"})  # no token vectors yet
+
+    @staticmethod
+    def names(where: str) -> list[str]:
+        """The collections in the database at the URL `where`."""
+        return list_collections(where)
+
+    @staticmethod
+    def is_error(error: BaseException) -> bool:
+        """An error from psycopg (the server refused or went away)."""
+        return is_database_error(error)
 
     def create(self, config: dict[str, Any]) -> None:
         store = PostgresStore(self.url, self.name)
@@ -59,23 +69,21 @@ class PostgresBackend:
     def reader(self) -> Callable[[], PostgresStore]:
         return lambda: PostgresStore(self.url, self.name, readonly=True)
 
-    def dense_index(self, store: Any, config: dict[str, Any]) -> PostgresDense:
-        return PostgresDense(store, config)
-
-    def lexical_index(self, store: Any, config: dict[str, Any]) -> PostgresLexical | None:
-        """BM25 in SQL; None (in process) for the methods that need every document (bm25l, bm25+)
-        and for a collection not yet given its postings (opened read-only before any writable open)."""
-        if served_in_sql(config) and store.has_postings():
-            return PostgresLexical(store, config)
-        return None
-
-    def keeps_vectors(self, retriever: str) -> bool:
-        """SPLADE only (in SQL): no token vectors yet."""
-        return retriever == "sparse"
-
-    def sparse_index(self, store: Any, config: dict[str, Any]) -> PostgresSparse:
-        """SPLADE in SQL over the postings the store keeps (`config`: the collection's "sparse")."""
-        return PostgresSparse(store, sparse_cache_key(str(config["model"])))
+    def retriever(self, kind: str, store: Any, config: dict[str, Any], background: bool = False) -> Any:
+        """pgvector's dense search, and BM25 and SPLADE in SQL over the postings the store keeps;
+        BM25 in process (following the store) for the methods that need every document (bm25l,
+        bm25+) and for a collection not yet given its postings (opened read-only before any
+        writable open)."""
+        if kind == "dense":
+            return PostgresDense(store, config)
+        if kind == "lexical":
+            lexical = config["lexical"]
+            if served_in_sql(lexical) and store.has_postings():
+                return PostgresLexical(store, lexical)
+            return LexicalIndex(lexical, self.reader() if background else None)
+        if kind == "sparse":
+            return PostgresSparse(store, sparse_cache_key(str(config["sparse"]["model"])))
+        raise unsupported(self, kind)
 
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
@@ -119,10 +127,9 @@ class PostgresBackend:
 
 
 if TYPE_CHECKING:
-    from ..base import Backend, LexicalSearch, ProvidesLexical, ProvidesSparse, SparseSearch
+    from ..base import Backend, DenseSearch, LexicalSearch, Retriever
 
-    _CONTRACT: type[Backend] = PostgresBackend  # mypy checks the class against the contract
-    _LEXICAL: type[ProvidesLexical] = PostgresBackend
-    _SEARCH: type[LexicalSearch] = PostgresLexical
-    _SPARSE: type[ProvidesSparse] = PostgresBackend
-    _SPARSE_SEARCH: type[SparseSearch] = PostgresSparse
+    _CONTRACT: type[Backend] = PostgresBackend  # mypy checks the classes against the contract
+    _DENSE: type[DenseSearch] = PostgresDense
+    _LEXICAL: type[LexicalSearch] = PostgresLexical
+    _SPARSE: type[Retriever] = PostgresSparse

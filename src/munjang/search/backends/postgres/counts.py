@@ -11,23 +11,16 @@ the store answers None and counts rows where it must.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from ..base import Counts
+
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
 
 # The columns a new collection's `state` table is made with (an older one gets them added).
 DEFINITIONS = ("documents bigint NOT NULL DEFAULT 0", "passages bigint NOT NULL DEFAULT 0")
 COLUMNS = ", ".join(DEFINITIONS)
-
-
-class PostgresStore(Protocol):
-    """What these functions need of `store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-
-    def t(self, table: str) -> str: ...
 
 
 def has_counts(store: PostgresStore) -> bool:

@@ -11,11 +11,13 @@ larger-is-better, as everywhere in munjang: cosine similarity (1 - `<=>`) or the
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..base import Watermark
+from ...followers.dense import label_problems
+from ..base import Filter, Queries, TopK, Watermark, ranked_rows
 from .segments import (
     INDEX_PREFIX,
     Graph,
@@ -46,7 +48,6 @@ class PostgresDense:
     filters are the compiled SQL condition, applied in the same query."""
 
     persistent = False
-    sql_filters = True
 
     def __init__(self, store: PostgresStore, config: dict[str, Any]) -> None:
         self.store = store
@@ -75,6 +76,25 @@ class PostgresDense:
 
     def sync(self, store: Any) -> bool:
         return False
+
+    def tail_due(self) -> bool:
+        return False  # nothing kept outside the database
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """`search` with the filter compiled to SQL, in the same query (nothing encoded when no
+        document is stored)."""
+        if not self:
+            return queries.none()
+        return ranked_rows(
+            *self.search(store, queries.encoded, k, None, None if filter is None else filter.where)
+        )
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[Any]:
+        wanted = np.asarray(labels, dtype=np.int64)
+        return list(self.store.vectors_of(self.config["model"], int(self.config["dim"]), wanted))
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        return label_problems("dense index", self.ids(), labels)
 
     def __len__(self) -> int:
         return self.store.passage_count()

@@ -34,21 +34,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..base import Filter, Queries, TopK
 from .merge import merged_sum
 
-
-class PostgresStore(Protocol):
-    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-
-    def t(self, table: str) -> str: ...
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
 
 
 # The methods scored in SQL (a document without a query term scores zero in them).
@@ -280,6 +274,20 @@ class PostgresLexical:
     def sync(self, store: Any, wait: bool = False) -> bool:
         """Nothing to catch up: the postings change in the writer's transaction."""
         return False
+
+    def save_files(self, store: Any, least: int = 1) -> None:
+        """No files: the postings are tables."""
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """`search_where` with the filter compiled to SQL, in the same query."""
+        return self.search_where(queries.encoded, k, None if filter is None else filter.where)
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
+        found = store.tokens_of(list(labels))
+        return [found.get(int(x), []) for x in labels]
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        return [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
 
     def search(
         self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None

@@ -6,12 +6,14 @@ never changes a schema)."""
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..base import SCHEMA_VERSION
 from .counts import COLUMNS, add_counts, has_counts
 from .lexical import create_postings, create_terms, has_postings, has_terms
+
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
 
 # Equality filters compile to jsonb containment (see filters.py), which this index answers.
 METADATA_INDEX = (
@@ -19,18 +21,6 @@ METADATA_INDEX = (
 )
 # Answers "is any document stored as several passages?" without a scan.
 PASSAGES_INDEX = "CREATE INDEX documents_passages ON {documents} (id) WHERE chunk > 0"
-
-
-class PostgresStore(Protocol):
-    """What the upgrade needs of `store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-
-    def t(self, table: str) -> str: ...
-    def transaction(self) -> AbstractContextManager[Any]: ...
-    def write_lock(self, timeout: float) -> AbstractContextManager[None]: ...
 
 
 def create_tables(store: PostgresStore, dim: int, meta: dict[str, Any]) -> None:

@@ -42,16 +42,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-
-class PostgresStore(Protocol):
-    """What `add_segments` needs of `postgres_store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-
-    def t(self, table: str) -> str: ...
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
 
 
 # Passages per graph: 2**17, the folder's bound too. A million passages make 8 graphs to search.

@@ -5,7 +5,7 @@ process on the database sees each commit at its next search.
 
 pgserver's pgvector (0.6) has no `sparsevec`, so the vectors are arrays and the index is a table:
 - `sparse_vectors (model, text_hash, ids int4[], weights float4[])`: the cache the collection fills
-  (`SparseVectors`), like the embedding cache: a text seen before costs no encoding;
+  (`cached_sparse`, `put_sparse`), like the embedding cache: a text seen before costs no encoding;
 - `sparse_postings (term, label, weight)`: one row per token of each live passage, keyed by
   (term, label) and covering the weight, so a query token is one index range scan. `insert` derives
   a batch's postings from the cache (`index_sparse`), `delete` removes them (`unindex_sparse`).
@@ -19,26 +19,18 @@ in process; ties go to the lower label.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base import CollectionError
+from ..base import CollectionError, Filter, Queries, TopK
 from .lexical import has_tables
 from .merge import merged_sum
 
+if TYPE_CHECKING:
+    from .store import PostgresStore  # which imports this module
+
 SPARSE_TABLES = ("sparse_vectors", "sparse_postings")
-
-
-class PostgresStore(Protocol):
-    """What these functions need of `postgres_store.PostgresStore` (named without importing it,
-    which imports this module)."""
-
-    conn: Any
-    schema: str
-    path: str
-
-    def t(self, table: str) -> str: ...
 
 
 def has_sparse(store: PostgresStore) -> bool:
@@ -227,6 +219,27 @@ class PostgresSparse:
             out.append([(int(label), float(score)) for label, score in rows])
         return out
 
-    def problems(self, labels: np.ndarray) -> list[str]:
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """`search_where` with the filter compiled to SQL, in the same query."""
+        return self.search_where(queries.encoded, k, None if filter is None else filter.where)
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[dict[int, float]]:
+        """Each label's vector as {token id: weight} (empty where none is stored)."""
+        wanted = [int(x) for x in labels]
+        vectors = self.store.t("sparse_vectors")
+        rows = self.store.conn.execute(
+            f"SELECT d.label, s.ids, s.weights FROM {self._documents} d JOIN {vectors} s "
+            "ON s.model = %s AND s.text_hash = d.text_hash WHERE d.label = ANY(%s)",
+            (self.model, wanted),
+        ).fetchall()
+        found: dict[int, dict[int, float]] = {}
+        for label, ids, weights in rows:
+            pairs = zip(
+                np.asarray(ids, np.int64).tolist(), np.asarray(weights, np.float32).tolist(), strict=True
+            )
+            found[int(label)] = dict(pairs)
+        return [found.get(x, {}) for x in wanted]
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between the postings and the stored passages (`labels`: every stored one)."""
         return sparse_problems(self.store, self.model)

@@ -529,7 +529,7 @@ class PostgresStore:
             problems += postings_problems(self)
         return problems
 
-    # -- sparse vectors (`SparseVectors`; a collection with a sparse model) ---------------------
+    # -- sparse vectors (a collection with a sparse model: `Backend.retrievers`) -------------------
     def cached_sparse(self, model: str, hashes: Iterable[str]) -> set[str]:
         return sparse.cached_sparse(self, model, hashes)
 

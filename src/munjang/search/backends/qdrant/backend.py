@@ -34,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 from filelock import FileLock
 
 from ...._util.extras import require
-from ..base import CollectionBusyError, CollectionError, LexicalSearch
+from ..base import RETRIEVER_KINDS, CollectionBusyError, CollectionError, unsupported
 from ..disk_faults import writable_media
 from ..folder.backend import staging_folder
 from ..folder.drop import acquire_writer_lock, drop_folder
@@ -116,7 +116,7 @@ def _release_local(path: Path) -> None:
 
 class QdrantRecords(DocumentStore):
     """The SQLite store of a Qdrant collection, holding the Qdrant client while it is open. It
-    logs metadata changed in place (`qdrant_index.LogsMetadataUpdates`) for the push."""
+    logs metadata changed in place for the push (`QdrantPoints.sync`)."""
 
     def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
         super().__init__(path, readonly=readonly)
@@ -167,6 +167,9 @@ class QdrantBackend:
     """The collection `name` under the records folder of `url`, searched by Qdrant."""
 
     kind = "qdrant"
+    # SPLADE as a named sparse vector of each point, ColBERT as a named multivector, and so bge-m3's
+    # three heads (dense, `splade`, `colbert`) in one point.
+    retrievers = frozenset(RETRIEVER_KINDS)
 
     def __init__(self, url: str, name: str) -> None:
         if not name or "/" in name or name.startswith("."):
@@ -195,10 +198,10 @@ class QdrantBackend:
         return LOCAL_COLLECTION if self.local else self.options.get("prefix", "munjang_") + self.name
 
     @staticmethod
-    def names(url: str) -> list[str]:
-        """The collections whose records are in the URL's folder (hidden ones, being created or
-        dropped, left out)."""
-        parent = _folder(url)
+    def names(where: str) -> list[str]:
+        """The collections whose records are in the folder of the URL `where` (hidden ones, being
+        created or dropped, left out)."""
+        parent = _folder(where)
         if not parent.exists():
             return []  # made by the first collection created there
         if not parent.is_dir():
@@ -270,30 +273,28 @@ class QdrantBackend:
             self._points = found
         return found
 
-    def dense_index(self, store: Any, config: dict[str, Any]) -> QdrantDense:
-        return QdrantDense(self.points(store, config))
+    def retriever(self, kind: str, store: Any, config: dict[str, Any], background: bool = False) -> Any:
+        """Each retriever searched by Qdrant on its points: `dense`, lucene BM25 on `bm25` (the
+        other methods need every document's scores: munjang's in-process index answers those),
+        SPLADE on `splade` (`qdrant_sparse.py`), ColBERT on the `colbert` multivectors
+        (`qdrant_tokens.py`); bge-m3's three heads in one point."""
+        points = self.points(store, config)
+        if kind == "dense":
+            return QdrantDense(points)
+        if kind == "lexical":
+            lexical = config["lexical"]
+            if lexical.get("method", "lucene") != "lucene" or "delta" in lexical:
+                from ...followers.lexical import LexicalIndex
 
-    def lexical_index(self, store: Any, config: dict[str, Any]) -> LexicalSearch:
-        """Qdrant answers lucene BM25 (the default); the other methods need every document's
-        scores, so munjang's in-process index answers those."""
-        if config.get("method", "lucene") != "lucene" or "delta" in config:
-            from ...followers.lexical import LexicalIndex
-
-            return LexicalIndex(config)
-        return QdrantLexical(self.points(store, {**store.get_meta(), "lexical": config}), config)
-
-    def keeps_vectors(self, retriever: str) -> bool:
-        """SPLADE as a named sparse vector of each point, ColBERT as a named multivector, and so
-        bge-m3's three heads (dense, `splade`, `colbert`) in one point."""
-        return retriever in ("sparse", "multi_vector", "m3")
-
-    def token_index(self, store: Any, config: dict[str, Any]) -> QdrantTokens:
-        """ColBERT searched by Qdrant on the points' `colbert` multivectors (`qdrant_tokens.py`)."""
-        return QdrantTokens(self.points(store, store.get_meta()), store, int(config["dim"]))
-
-    def sparse_index(self, store: Any, config: dict[str, Any]) -> QdrantSparse:
-        """SPLADE searched by Qdrant on the points' `splade` vectors (`qdrant_sparse.py`)."""
-        return QdrantSparse(self.points(store, store.get_meta()), store, int(config["dim"]))
+                return LexicalIndex(lexical)
+            return QdrantLexical(points, lexical)
+        if kind == "sparse":
+            return QdrantSparse(points, store, int(config["sparse"]["dim"]))
+        if kind == "multi_vector":
+            tokens = config["multi_vector"]
+            mean = tokens.get("similarity", "maxsim") == "meanmaxsim"
+            return QdrantTokens(points, store, int(tokens["dim"]), mean)
+        raise unsupported(self, kind)
 
     @contextmanager
     def write_lock(self, store: Any, timeout: float) -> Iterator[None]:
@@ -375,27 +376,10 @@ def _server_client(url: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from ..base import (
-        Backend,
-        FiltersSparseNatively,
-        FiltersTokensNatively,
-        HandsBackVectors,
-        KeepsExtraVectors,
-        ProvidesLexical,
-        ProvidesMultiVector,
-        ProvidesSparse,
-        SparseSearch,
-        TokenSearch,
-    )
+    from ..base import Backend, DenseSearch, LexicalSearch, Retriever
 
-    _CONTRACT: type[Backend] = QdrantBackend  # mypy checks the class against the contract
-    _LEXICAL: type[ProvidesLexical] = QdrantBackend
-    _SPARSE: type[ProvidesSparse] = QdrantBackend
-    _KEEPS: type[KeepsExtraVectors] = QdrantBackend
-    _SPARSE_SEARCH: type[SparseSearch] = QdrantSparse
-    _SPARSE_NATIVE: type[FiltersSparseNatively] = QdrantSparse
-    _TOKENS: type[ProvidesMultiVector] = QdrantBackend
-    _TOKEN_SEARCH: type[TokenSearch] = QdrantTokens
-    _TOKENS_NATIVE: type[FiltersTokensNatively] = QdrantTokens
-    _SPARSE_BACK: type[HandsBackVectors] = QdrantSparse
-    _TOKENS_BACK: type[HandsBackVectors] = QdrantTokens
+    _CONTRACT: type[Backend] = QdrantBackend  # mypy checks the classes against the contract
+    _DENSE: type[DenseSearch] = QdrantDense
+    _LEXICAL: type[LexicalSearch] = QdrantLexical
+    _SPARSE: type[Retriever] = QdrantSparse
+    _TOKENS: type[Retriever] = QdrantTokens

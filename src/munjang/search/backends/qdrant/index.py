@@ -25,16 +25,20 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...._util.extras import require
-from ..base import Watermark
+from ...followers.dense import label_problems
+from ..base import Filter, Queries, TopK, Watermark, ranked_rows
 from .bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
 from .filters import compile_native, filter_payload, merge_kinds
 from .sparse import sparse_config, sparse_points
 from .tokens import token_points, tokens_config
+
+if TYPE_CHECKING:
+    from .backend import QdrantRecords  # which imports this module
 
 MAX_EF = 1000
 REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
@@ -51,16 +55,6 @@ def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tu
     norm = k1 * (1.0 - b + b * len(tokens) / max(avgdl, 1e-9))
     indices = sorted(counts)
     return indices, [counts[i] / (counts[i] + norm) for i in indices]
-
-
-@runtime_checkable
-class LogsMetadataUpdates(Protocol):
-    """A store that logs metadata changed in place (an upsert of the same text), which no
-    watermark shows, so that the push carries them to Qdrant's payload."""
-
-    def metadata_seq(self) -> int: ...
-    def metadata_updates_after(self, seq: int) -> dict[int, str]: ...
-    def prune_metadata_log(self, through: int) -> None: ...
 
 
 class QdrantPoints:
@@ -108,16 +102,17 @@ class QdrantPoints:
     def watermark(self) -> Watermark:
         return Watermark(int(self.state["label"]), int(self.state["deletion"]))
 
-    def sync(self, store: Any) -> bool:
-        """A writer pushes what the store changed since the watermark; a reader re-reads the
-        watermark. True when Qdrant moved on."""
+    def sync(self, store: QdrantRecords) -> bool:
+        """A writer pushes what the store changed since the watermark (and the metadata its log
+        says was changed in place, which no watermark shows); a reader re-reads the watermark.
+        True when Qdrant moved on."""
         with self._lock:
             before = self.watermark
             if not self.writer:
                 self.state = self._read_state()
                 return self.watermark != before
             stale = not self.state.get("exact") and before.label > 0
-            logged = store.metadata_seq() if isinstance(store, LogsMetadataUpdates) else 0
+            logged = store.metadata_seq()
             moved = logged > int(self.state.get("metadata_seq", 0))
             if store.watermark() == before and not stale and not moved and not _drifted(self.state):
                 return False
@@ -134,7 +129,7 @@ class QdrantPoints:
                     model, dim = self.config["model"], int(self.config["dim"])
                     for labels, vectors in store.vectors_after(model, dim, before.label, batch=2_000):
                         self._upsert(store, labels, vectors, push)
-                if moved and isinstance(store, LogsMetadataUpdates):
+                if moved:
                     self._update_metadata(
                         store.metadata_updates_after(int(self.state.get("metadata_seq", 0))), push
                     )
@@ -161,7 +156,7 @@ class QdrantPoints:
                     state = {**state, **self._reweight(store, now)}
             self.client.update_collection(self.name, metadata={"munjang": state})
             self.state = state
-            if moved and isinstance(store, LogsMetadataUpdates):
+            if moved:
                 store.prune_metadata_log(logged)  # Qdrant holds these now: the log keeps only its mark
             return True
 
@@ -382,7 +377,6 @@ class QdrantDense:
     allowed labels, applied inside Qdrant's search either way."""
 
     persistent = False
-    sql_filters = False
 
     def __init__(self, points: QdrantPoints) -> None:
         self.points = points
@@ -411,6 +405,32 @@ class QdrantDense:
 
     def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
         return self.points.native_filter(spec)
+
+    def tail_due(self) -> bool:
+        return False  # Qdrant keeps its own state
+
+    def apart(self) -> None:
+        return None
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, Qdrant's top-k per query vector, filtered in Qdrant: by the filter compiled
+        for it where that keeps its meaning, else by the labels it allows."""
+        self.sync(store)
+        native = allowed = None
+        if filter is not None:
+            native = filter.native("qdrant", self.native_filter)
+            allowed = filter.allowed if native is None else None
+        if (allowed is not None and len(allowed) == 0) or not self:
+            return queries.none()
+        return ranked_rows(*self.search(store, queries.encoded, k, allowed, native))
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[Any]:
+        config = self.points.config
+        return list(store.vectors_of(config["model"], int(config["dim"]), np.asarray(labels, dtype=np.int64)))
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        self.sync(store)
+        return label_problems("dense index", self.ids(), labels)
 
     def search(
         self, store: Any, vectors: np.ndarray, k: int, allowed: np.ndarray | None, where: Any = None
@@ -452,6 +472,30 @@ class QdrantLexical:
 
     def sync(self, store: Any, wait: bool = False) -> bool:
         return self.points.sync(store)
+
+    def save_files(self, store: Any, least: int = 1) -> None:
+        """No files: Qdrant holds the postings."""
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """Caught up, the top-k per tokenized query, filtered in Qdrant: by the filter compiled for
+        it where that keeps its meaning, else by the labels it allows."""
+        self.sync(store)
+        if filter is not None:
+            native = filter.native("qdrant", self.native_filter)
+            if native is not None:
+                return self.search_native(queries.encoded, k, native)
+            if len(filter.allowed) == 0:
+                return queries.none()
+            return self.search(queries.encoded, k, filter.allowed)
+        return self.search(queries.encoded, k)
+
+    def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
+        found = store.tokens_of(list(labels))
+        return [found.get(int(x), []) for x in labels]
+
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        self.sync(store, wait=True)
+        return [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
 
     def search(
         self, queries: Sequence[Sequence[str]], k: int, allowed: np.ndarray | None = None

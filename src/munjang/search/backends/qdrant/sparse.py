@@ -1,7 +1,7 @@
 """SPLADE in a Qdrant collection: each passage's sparse vector as the named sparse vector `splade` of
 its point, pushed with the point, searched by Qdrant and ranked exactly as a folder collection ranks.
 
-The vectors come from the SQLite record's sparse cache (`SparseVectors.sparse_after`, the same rows a
+The vectors come from the SQLite record's sparse cache (`sparse_after`, the same rows a
 folder collection's in-process index replays), summed per token in float32 as `rows_to_csr` sums
 them, and go to Qdrant in the same upsert as the point's dense vector, so the push's watermark covers
 them (a crash between points and watermark repeats an idempotent upsert). No IDF modifier: Qdrant
@@ -24,7 +24,7 @@ import numpy as np
 
 from ...followers.dense import label_problems
 from ...index.sparse_index import SparseIndex, rows_to_csr
-from ..base import CollectionError, sparse_cache_key
+from ..base import CollectionError, Filter, Queries, TopK, sparse_cache_key
 
 NAME = "splade"
 ROUNDING = 2.0**-23  # float32's unit roundoff, twice: Qdrant's sums and the exact ones both round
@@ -58,12 +58,24 @@ def sparse_points(
 
 
 class QdrantSparse:
-    """A collection's SPLADE retrieval answered by Qdrant (`ProvidesSparse`): the metadata filter
-    compiled for Qdrant (`native_filter`, `search_native`), or evaluated by the store (`search_where`)
-    or given as allowed labels (`search`), applied inside Qdrant's query either way."""
+    """A collection's SPLADE retrieval answered by Qdrant: the metadata filter compiled for Qdrant
+    (`native_filter`, `search_native`), or evaluated by the store (`search_where`) or given as
+    allowed labels (`search`), applied inside Qdrant's query either way."""
 
     def __init__(self, points: Any, store: Any, dim: int) -> None:
         self.points, self.store, self.dim = points, store, int(dim)
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """The top-k per query row, filtered in Qdrant: by the filter compiled for it where that
+        keeps its meaning, else by the labels it allows (nothing encoded when none is)."""
+        if filter is None:
+            return self.search(queries.encoded, k)
+        native = filter.native("qdrant", self.native_filter)
+        if native is not None:
+            return self.search_native(queries.encoded, k, native)
+        if len(filter.allowed) == 0:
+            return queries.none()
+        return self.search(queries.encoded, k, filter.allowed)
 
     def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
         self.points.sync(self.store)
@@ -143,7 +155,7 @@ class QdrantSparse:
         index.add(np.asarray(labels, dtype=np.int64), rows)
         return index.search(row, k)[0]
 
-    def stored(self, labels: Sequence[int]) -> list[dict[int, float]]:
+    def stored(self, store: Any, labels: Sequence[int]) -> list[dict[int, float]]:
         """The `splade` vector of each label as {token id: weight} (empty where none is held)."""
         self.points.sync(self.store)
         wanted = [int(x) for x in labels]
@@ -157,7 +169,7 @@ class QdrantSparse:
                     found[int(point.id)] = dict(zip(vector.indices, vector.values, strict=True))
         return [found.get(x, {}) for x in wanted]
 
-    def problems(self, labels: np.ndarray) -> list[str]:
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between Qdrant's points, caught up, and the stored passages (`labels`)."""
         self.points.sync(self.store)
         return label_problems("sparse vectors in Qdrant", self.points.ids(), labels)

@@ -2,7 +2,7 @@
 its point (`MultiVectorConfig(comparator=MAX_SIM)`), pushed with the point, searched by Qdrant and
 ranked exactly as a folder collection ranks.
 
-The matrices come from the SQLite record's token cache (`TokenVectors.token_vectors_after`: float16,
+The matrices come from the SQLite record's token cache (`token_vectors_after`: float16,
 the same rows a folder collection's in-process index replays), sent as float32 (float16 values are
 exact in it), in the same upsert as the point's dense vector, so the push's watermark covers them.
 A passage with no token gets one zero token: its MaxSim is 0, as the in-process index scores it. The
@@ -25,7 +25,7 @@ import numpy as np
 
 from ...followers.dense import label_problems
 from ...index.token_index import TokenIndex
-from ..base import CollectionError
+from ..base import CollectionError, Filter, Queries, TopK
 
 NAME = "colbert"
 ROUNDING = 2.0**-23  # float32's unit roundoff, twice: Qdrant's sums and the exact ones both round
@@ -75,11 +75,23 @@ def token_points(config: Mapping[str, Any], store: Any, labels: np.ndarray) -> t
 
 
 class QdrantTokens:
-    """A collection's multi-vector retrieval answered by Qdrant (`ProvidesMultiVector`), filtered by
-    the compiled Qdrant filter (`native_filter`, `search_native`) or by allowed labels (`search`)."""
+    """A collection's multi-vector retrieval answered by Qdrant, filtered by the compiled Qdrant
+    filter (`native_filter`, `search_native`) or by allowed labels (`search`). `mean`: MeanMaxSim."""
 
-    def __init__(self, points: Any, store: Any, dim: int) -> None:
-        self.points, self.store, self.dim = points, store, int(dim)
+    def __init__(self, points: Any, store: Any, dim: int, mean: bool = False) -> None:
+        self.points, self.store, self.dim, self.mean = points, store, int(dim), mean
+
+    def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+        """The top-k per query matrix, filtered in Qdrant: by the filter compiled for it where that
+        keeps its meaning, else by the labels it allows (nothing encoded when none is)."""
+        if filter is None:
+            return self.search(queries.encoded, k, None, self.mean)
+        native = filter.native("qdrant", self.native_filter)
+        if native is not None:
+            return self.search_native(queries.encoded, k, native, self.mean)
+        if len(filter.allowed) == 0:
+            return queries.none()
+        return self.search(queries.encoded, k, filter.allowed, self.mean)
 
     def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
         self.points.sync(self.store)
@@ -148,7 +160,7 @@ class QdrantTokens:
         index.add(np.asarray(labels, dtype=np.int64), [np.asarray(matrices[x], np.float32) for x in labels])
         return index.search([query], k, None, mean)[0]
 
-    def stored(self, labels: Sequence[int]) -> list[np.ndarray | None]:
+    def stored(self, store: Any, labels: Sequence[int]) -> list[np.ndarray | None]:
         """The `colbert` matrix of each label, float32 (None where none is held)."""
         self.points.sync(self.store)
         wanted = [int(x) for x in labels]
@@ -162,7 +174,7 @@ class QdrantTokens:
                     found[int(point.id)] = np.asarray(matrix, dtype=np.float32)
         return [found.get(x) for x in wanted]
 
-    def problems(self, labels: np.ndarray) -> list[str]:
+    def problems(self, store: Any, labels: np.ndarray) -> list[str]:
         """Disagreement between Qdrant's points, caught up, and the stored passages (`labels`)."""
         self.points.sync(self.store)
         return label_problems("token vectors in Qdrant", self.points.ids(), labels)
