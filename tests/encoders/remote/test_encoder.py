@@ -12,7 +12,7 @@ from munjang.encoders.embedder import Embedder, load_embedder
 from munjang.encoders.remote import RemoteAPIError, RemoteEncoder, RetryPolicy
 from munjang.encoders.remote.encoder import request_batches, token_bound
 from munjang.evaluation import STSEvaluator
-from tests.remote.conftest import MODEL
+from tests.encoders.remote.conftest import MODEL
 
 TEXTS = ["서울의 날씨는 맑다", "Seoul weather is clear", "The stock market fell sharply", "a cat sleeps"]
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from munjang import Collection
 from munjang.encoders.remote import RemoteEncoder
-from tests.remote.conftest import KEY, MODEL
+from tests.encoders.remote.conftest import KEY, MODEL
 
 DOCS = {
     "a": "Cats sleep on the sofa all afternoon.",

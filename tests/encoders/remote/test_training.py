@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from munjang.training.config import ConfigError, build, load_config
-from tests.remote.conftest import MODEL
+from tests.encoders.remote.conftest import MODEL
 from tests.training.test_config import TRAINING, write_config
 
 

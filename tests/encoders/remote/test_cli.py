@@ -11,8 +11,8 @@ import pytest
 
 from munjang.data import read_sts
 from munjang.evaluation import STSEvaluator
+from tests.encoders.remote.conftest import MODEL
 from tests.helpers.cli import run_cli as run
-from tests.remote.conftest import MODEL
 
 
 @pytest.fixture()

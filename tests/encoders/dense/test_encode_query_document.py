@@ -17,9 +17,9 @@ from munjang.encoders.m3 import load_m3_encoder
 from munjang.encoders.remote import RemoteEncoder
 from munjang.encoders.settings import side_prompt_name
 from munjang.encoders.static.query_encoder import StaticQueryEncoder
+from tests.encoders.static.test_static_query_encoder import _static_folder
 from tests.helpers.m3 import tiny_m3
 from tests.helpers.training import tiny_bert
-from tests.test_static_query_encoder import _static_folder
 
 TEXTS = ["한 남자가 기타를 친다.", "A man is playing a guitar.", "서울의 날씨는 맑다."]
 
