@@ -18,6 +18,8 @@
    idle latency over those sizes.
 
     python bench/server_overload.py              # writes bench/results/server_overload.json
+    python bench/server_overload.py --defaults --clients 200 --client-timeout 15 --rounds 3 \
+        --name server_overload-admission           # the admission issue's burst, default server
 """
 
 from __future__ import annotations
@@ -51,14 +53,19 @@ def forty_words(corpus: list[str], i: int) -> str:
     return " ".join(words[:40])
 
 
-async def burst(url: str, requests: int, corpus: list[str], timeout: float) -> list[tuple[str, float]]:
-    """(status or error name, seconds) for `requests` concurrent embeddings requests."""
+async def burst(
+    url: str, requests: int, corpus: list[str], timeout: float, model: str | None = "all-MiniLM-L6-v2"
+) -> list[tuple[str, float]]:
+    """(status or error name, seconds) for `requests` concurrent embeddings requests (to `model`, or
+    the server's default model)."""
     async with httpx.AsyncClient(
         base_url=url, timeout=timeout, limits=httpx.Limits(max_connections=None)
     ) as c:
 
         async def one(k: int) -> tuple[str, float]:
-            body = {"input": [forty_words(corpus, 8 * k + i) for i in range(8)], "model": "all-MiniLM-L6-v2"}
+            body: dict[str, Any] = {"input": [forty_words(corpus, 8 * k + i) for i in range(8)]}
+            if model is not None:
+                body["model"] = model
             started = time.perf_counter()
             try:
                 answer = await c.post("/v1/embeddings", json=body)
@@ -222,11 +229,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--docs", type=int, default=10_000, help="0 skips the search-during-add part")
     parser.add_argument("--name", default="server_overload")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="the admission issue's replay: `munjang serve` with its default models and bounds, Korean "
+        "sentences to the default model, --clients at once, each giving up after --client-timeout",
+    )
+    parser.add_argument("--clients", type=int, help="concurrent requests a burst (default: 4x --queue)")
+    parser.add_argument("--client-timeout", type=float, help="seconds a client waits (default: deadline + 5)")
+    parser.add_argument(
+        "--max-queue-wait", type=float, help="munjang serve --max-queue-wait (default: the server's own)"
+    )
     args = parser.parse_args(argv)
     environment = print_environment()
-    corpus = load_corpus(4000, seed=0, lang="en")
-    serve = ["--model", "all-MiniLM-L6-v2", "--max-queued-requests", str(args.queue)]
-    serve += ["--request-timeout", str(args.deadline), "--max-queued-tokens", str(10**9)]
+    corpus = load_corpus(4000, seed=0, lang="ko" if args.defaults else "en")
+    model: str | None = None if args.defaults else "all-MiniLM-L6-v2"
+    if args.defaults:
+        serve = []
+        args.deadline, args.docs = 30.0, 0
+    else:
+        serve = ["--model", "all-MiniLM-L6-v2", "--max-queued-requests", str(args.queue)]
+        serve += ["--request-timeout", str(args.deadline), "--max-queued-tokens", str(10**9)]
+    if args.max_queue_wait is not None:
+        serve += ["--max-queue-wait", str(args.max_queue_wait)]
+    clients = args.clients or 4 * args.queue
+    client_timeout = args.client_timeout or args.deadline + 5
     with (
         tempfile.TemporaryDirectory() as folder,
         running_server([*serve, "--collections-dir", folder]) as (
@@ -238,7 +265,9 @@ def main(argv: list[str] | None = None) -> None:
         memory = [server_rss_mib(server.pid)]
         workers = [worker_rss_mib(server.pid)]
         for r in range(args.rounds):
-            answers = asyncio.run(burst(url, 4 * args.queue, corpus, args.deadline + 5))
+            started = time.perf_counter()
+            answers = asyncio.run(burst(url, clients, corpus, client_timeout, model))
+            wall = time.perf_counter() - started
             statuses: dict[str, int] = {}
             for status, _ in answers:
                 statuses[status] = statuses.get(status, 0) + 1
@@ -252,18 +281,23 @@ def main(argv: list[str] | None = None) -> None:
                     "slowest_s": round(max(s for _, s in answers), 2),
                     "accepted_p50_s": round(percentile(accepted, 0.5), 2),
                     "accepted_p99_s": round(percentile(accepted, 0.99), 2),
+                    "accepted_per_s": round(len(accepted) / wall, 2),  # throughput under saturation
                 }
             )
             print(f"burst {r + 1}: {rounds[-1]}; server RSS {memory[-1]} MiB, model processes {workers[-1]}")
-        abandoned = abandoned_similarity(url, server.pid)
-        print(f"6 abandoned similarity requests: {abandoned}")
+        abandoned = None if args.defaults else abandoned_similarity(url, server.pid)
+        if abandoned is not None:
+            print(f"6 abandoned similarity requests: {abandoned}")
         reads = search_during_add(url, args.docs) if args.docs else None
         if reads is not None:
             print(f"search during a {args.docs:,}-document add: {reads}")
     every_answered = all(set(r["statuses"]) <= {"200", "503"} for r in rounds)
-    within = all(r["slowest_s"] <= args.deadline + 1 for r in rounds)
+    within = all(r["slowest_s"] <= min(args.deadline + 1, client_timeout) for r in rounds)
     payload = {
-        "queue_bound": args.queue,
+        "serve_arguments": serve,
+        "clients": clients,
+        "client_timeout_s": client_timeout,
+        "queue_bound": None if args.defaults else args.queue,
         "deadline_s": args.deadline,
         "burst_rounds": rounds,
         "every_request_answered_200_or_503": every_answered,
