@@ -248,17 +248,19 @@ def test_connections_that_never_finish_their_headers_are_closed(encoder, monkeyp
 
 
 class Slow:
-    """A model that takes `seconds` a batch (so its speed is at most a batch's tokens / `seconds`),
-    waiting first at a gate that is open unless closed, and records the rows it computed."""
+    """A model that takes `seconds` a batch and `per_token` seconds a token (so its speed is known to
+    within the machine's own overhead), waiting first at a gate that is open unless closed, and
+    records the rows it computed."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds, self.open, self.entered, self.seen = seconds, threading.Event(), threading.Event(), []
+    def __init__(self, seconds: float, per_token: float = 0.0) -> None:
+        self.seconds, self.per_token = seconds, per_token
+        self.open, self.entered, self.seen = threading.Event(), threading.Event(), []
         self.open.set()
 
     def __call__(self, encoded: dict[str, list[list[int]]], **options: Any) -> np.ndarray:
         self.entered.set()
         self.open.wait(30)
-        time.sleep(self.seconds)
+        time.sleep(self.seconds + self.per_token * sum(map(len, encoded["input_ids"])))
         self.seen.append([tuple(ids) for ids in encoded["input_ids"]])
         return np.zeros((len(encoded["input_ids"]), 384), np.float32)
 
@@ -311,7 +313,7 @@ def test_a_request_whose_deadline_passes_while_queued_is_never_computed(encoder)
 
 
 def test_an_embeddings_request_expected_to_wait_too_long_is_503_at_once(encoder, monkeypatch) -> None:
-    model = Slow(0.2)
+    model = Slow(0.0, per_token=0.002)  # 500 tokens/s: the app's warm-up batch measures it
     monkeypatch.setattr(encoder, "encode_tokenized", model)  # what the app's batcher computes with
     app = create_app(ServerSettings(models={"mini": encoder}, max_queue_wait_s=1.0))
     batcher = app.state.batchers["mini"]
@@ -321,7 +323,7 @@ def test_an_embeddings_request_expected_to_wait_too_long_is_503_at_once(encoder,
         model.entered.clear()
         blocker = post_in_thread(url, "x")
         assert model.entered.wait(30)  # the blocker's batch waits at the gate
-        long = httpx.post(f"{url}/v1/embeddings", json={"input": "아주 긴 요청 " * 200}, timeout=30)
+        long = httpx.post(f"{url}/v1/embeddings", json={"input": ["아주 긴 요청 " * 100] * 8}, timeout=30)
         assert long.status_code == 503 and long.json()["error"]["code"] == "queue_full"
         assert "would wait about" in long.json()["error"]["message"] and int(long.headers["retry-after"]) >= 1
         metrics = httpx.get(f"{url}/metrics").text
@@ -332,3 +334,17 @@ def test_an_embeddings_request_expected_to_wait_too_long_is_503_at_once(encoder,
         assert float(speed.split()[-1]) == pytest.approx(batcher.throughput.tokens_per_s)
         model.open.set()
         blocker.join(30)
+
+
+def test_a_warmed_up_batcher_knows_its_speed_before_the_first_request(encoder) -> None:
+    """A burst on a cold server was admitted by the hard bounds alone until its first batch came
+    back (54 of 200 clients timed out on one core): the warm-up batch measures the speed first."""
+    model = Slow(0.0, per_token=0.001)
+    batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=model, warm_up=True)
+    give_up = time.monotonic() + 60
+    while batcher.throughput.tokens_per_s is None and time.monotonic() < give_up:
+        time.sleep(0.01)
+    rate = batcher.throughput.tokens_per_s
+    assert rate is not None and 0 < rate <= 1000  # the fake model's 1,000 tokens/s, less its overhead
+    assert batcher.stats.batches == 0 and batcher.stats.requests == 0  # not counted as work done
+    batcher.close()

@@ -146,6 +146,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             max_queued_requests=settings.max_queued_requests,
             max_queued_tokens=settings.max_queued_tokens,
             max_queue_wait_s=settings.max_queue_wait_s,
+            warm_up=True,
         )
         for name, encoder in settings.models.items()
     }

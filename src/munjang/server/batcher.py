@@ -34,6 +34,15 @@ from ..encoders.dense.encoder import SentenceEncoder
 from ..errors import MunjangError
 from ..inference.memory import release_freed_memory
 
+# What a warm-up batch holds: sentences of the length the server's clients send most (one to a few
+# dozen words), Korean and English; its speed is below a full batch's, so the first estimate errs on
+# the side of refusing, and real batches correct it within a few batches.
+WARM_UP_TEXT = (
+    "서울의 한 도서관은 주민들이 집에서도 소장 자료를 찾아볼 수 있도록 모든 책을 전산화하기로 했다. "
+    "The library will scan every book so that readers can search the collection from home."
+)
+WARM_UP_ROWS = 16
+
 
 class QueueFullError(MunjangError):
     """The batcher cannot take the request now; `retry_after` is the seconds its queue needs to drain."""
@@ -107,11 +116,15 @@ class DynamicBatcher:
         max_queued_requests: int | None = None,
         max_queued_tokens: int | None = None,
         max_queue_wait_s: float | None = None,
+        warm_up: bool = False,
     ) -> None:
         """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
         same method of an `EncoderProcess` holding this model. Given several (one per model
         process), each gets a thread of its own and batches run side by side. `max_queue_wait_s`:
-        the longest a request may be expected to wait, whatever its deadline."""
+        the longest a request may be expected to wait, whatever its deadline. `warm_up`: each compute
+        thread first runs one batch of its own (`WARM_UP_ROWS` sentences), so the speed is known
+        before the first burst arrives: without it, a burst on a cold server is admitted by the hard
+        bounds alone until its first batch comes back."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
@@ -137,7 +150,7 @@ class DynamicBatcher:
         self._cond = threading.Condition()
         self._closed = False
         self._threads = [
-            threading.Thread(target=self._run, args=(fn,), name=f"munjang-batcher-{i}", daemon=True)
+            threading.Thread(target=self._run, args=(fn, warm_up), name=f"munjang-batcher-{i}", daemon=True)
             for i, fn in enumerate(computes)
         ]
         for thread in self._threads:
@@ -294,7 +307,22 @@ class DynamicBatcher:
                 self.stats.expired += 1
                 job.future.cancel()
 
-    def _run(self, compute: Callable[..., np.ndarray]) -> None:
+    def _warm_up(self, compute: Callable[..., np.ndarray]) -> None:
+        """One batch of typical sentences, measured into the speed estimate (a failure is left to the
+        first real batch to report)."""
+        encoded, prompt_length = self.encoder.token_ids([WARM_UP_TEXT] * WARM_UP_ROWS)
+        started = time.perf_counter()
+        try:
+            compute(encoded, prompt_length=prompt_length)
+        except Exception:
+            return
+        tokens = sum(len(ids) for ids in encoded["input_ids"])
+        with self._cond:
+            self.throughput.observe(tokens, time.perf_counter() - started)
+
+    def _run(self, compute: Callable[..., np.ndarray], warm_up: bool = False) -> None:
+        if warm_up:
+            self._warm_up(compute)
         while True:
             with self._cond:
                 while not self._pending() and not self._closed:
