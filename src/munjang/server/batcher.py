@@ -121,10 +121,10 @@ class DynamicBatcher:
         """`compute(encoded, **options)` computes a batch: `encoder.encode_tokenized` by default, or the
         same method of an `EncoderProcess` holding this model. Given several (one per model
         process), each gets a thread of its own and batches run side by side. `max_queue_wait_s`:
-        the longest a request may be expected to wait, whatever its deadline. `warm_up`: each compute
-        thread first runs one batch of its own (`WARM_UP_ROWS` sentences), so the speed is known
-        before the first burst arrives: without it, a burst on a cold server is admitted by the hard
-        bounds alone until its first batch comes back."""
+        the longest a request may be expected to wait, whatever its deadline; until the speed is
+        measured, no more than a batch a compute thread waits. `warm_up`: each compute thread first
+        runs one batch of its own (`WARM_UP_ROWS` sentences), so the speed is known soon after the
+        server starts, before its first burst if there is time."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
@@ -228,7 +228,15 @@ class DynamicBatcher:
         expected = self.throughput.seconds_for(self.queued_tokens + tokens)
         left = None if deadline is None else deadline - time.monotonic()
         limits = [s for s in (self.max_queue_wait_s, left) if s is not None]
-        if expected is None or not limits:
+        if not limits:
+            return
+        if expected is None:  # the speed is not known yet: no more than a batch a thread waits
+            if self.queued_tokens + tokens > self.max_tokens * len(self._threads):
+                self.stats.refused_wait += 1
+                raise QueueFullError(
+                    f"{self.queued_tokens:,} tokens are queued and this model's speed is not measured yet",
+                    retry,
+                )
             return
         expected = expected / len(self._threads) + self.max_wait
         if expected > min(limits):
