@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from .retrievers import ExtraRetriever
 from .results import AGGREGATES, UNITS, Ranked, SearchHit, by_document, hit
 
+# The characters of a query that BM25 analyses: the dense side reads no more than its model's token
+# limit (512 tokens, ~1,000-2,000 characters), and Korean analysis costs ~50 µs a character on a
+# run without spaces, so a 100,000-character query held a core for seconds; 4,096 keeps any
+# paragraph-long question whole and bounds the analysis to a fraction of a second.
+MAX_QUERY_CHARS = 4_096
+
 MODES = ("dense", "lexical", "sparse", "multi_vector", "hybrid", "m3")
 # Hybrid default: z-scored dense and BM25 scores, summed with equal weights: nothing tuned, so nothing
 # fitted to one set. bench/korean_retrieval.py compares settings leave-one-set-out over five Korean
@@ -107,7 +113,7 @@ class Searcher:
         keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
         indexed them (their stored tokens, with the default chunking those of the passage's window),
         not tokenized again."""
-        terms = list(dict.fromkeys(self.encoding.tokenizer()(query)))
+        terms = list(dict.fromkeys(self.encoding.tokenizer()(query[:MAX_QUERY_CHARS])))
         stored = self.store.tokens_of([h.label for h in hits])
         return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
 
@@ -264,7 +270,9 @@ class Searcher:
             prompt = self.config["query_prompt_name"]
             return lambda texts: self.encoding.encode(texts, prompt, batch_size, False, queries=True)
         if name == "lexical":
-            return lambda texts: [tokenize(q) for tokenize in [self.encoding.tokenizer()] for q in texts]
+            return lambda texts: [
+                tokenize(q[:MAX_QUERY_CHARS]) for tokenize in [self.encoding.tokenizer()] for q in texts
+            ]
         return self.extras[name].encode_queries
 
     def _m3_ranked(
