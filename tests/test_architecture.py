@@ -2,11 +2,12 @@
 
 Every `munjang` import in `src/munjang` (at the top of a file or inside a function) is an edge from
 the importing module to the imported one; importing a package's submodule is an edge to that
-submodule, importing a name from a package an edge to its `__init__`. Two rules:
+submodule, importing a name from a package an edge to its `__init__`. Three rules:
 
-1. No cycles: the module graph is acyclic.
-2. Layers: each module belongs to the first entry of LAYERS that prefixes its name (the longest
-   prefix wins), and may import only modules of its own entry or of entries listed before it.
+1. No cycles: the module graph is acyclic (imports only for type checking do not count here).
+2. Layers: each module belongs to the entry of LAYERS that prefixes its name (the longest prefix
+   wins; an entry is a package, or a part of one with a place of its own), and may import only
+   modules of its own entry or of entries listed before it.
 3. Storage stays behind `Collection`: the backend modules (STORAGE) are imported only inside
    `munjang.search`, so the CLI, the server and the rest reach a collection's data through it.
 
@@ -26,10 +27,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "munjang"
 # Bottom first. An entry is a module or package under munjang.
 LAYERS = [
     "version", "errors", "_util", "images", "similarity", "models", "modules",
-    # the encoders: their torch-free parts first, then the kinds, each a package
-    "encoders", "encoders.settings", "encoders.static", "encoders.formats", "inference", "encoders.dense",
-    "encoders.m3", "encoders.remote", "encoders.embedder", "encoders.sparse", "encoders.multi_vector",
-    "losses", "data", "search.index", "evaluation", "encoders.cross",
+    # the encoders: their torch-free parts below inference, the kinds above it, cross-encoders above
+    # the evaluators and exact search they use
+    "encoders.settings", "encoders.static", "encoders.formats", "inference", "encoders", "losses", "data",
+    "search.index", "evaluation", "encoders.cross",
     # search: the storage contract, the in-process followers of a store, the backends, Collection
     "search.backends.base", "search.backends.filters", "search.backends.disk_faults", "search.followers",
     "search.backends", "search.collection", "search",
