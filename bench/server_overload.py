@@ -16,16 +16,25 @@
    and after each request the same search is timed there idle: the idle latency at each size the
    collection passes through. Reported: the latencies during the add and their ratio to the median
    idle latency over those sizes.
+4. Hostile mix (`--hostile SECONDS`, the hardening issue's): for that long, one client each sends
+   again and again a rerank of a 100,000-character query and documents, a hybrid search whose query is
+   100,000 characters of Hangul with no space, a document of 100,000 characters, and office and HWP
+   uploads built to cost the most within the readers' limits (or just past them); meanwhile a prober
+   asks /health and embeds one sentence every half second. Reported: the answers of each kind (4xx and
+   503 are fine, never a 500 or a dropped connection), the prober's latencies, and the server's peak
+   resident memory (all its processes, sampled every 0.2 s) against `--max-rss-mib`.
 
     python bench/server_overload.py              # writes bench/results/server_overload.json
     python bench/server_overload.py --defaults --clients 200 --client-timeout 15 --rounds 3 \
         --name server_overload-admission           # the admission issue's burst, default server
+    python bench/server_overload.py --defaults --rounds 0 --hostile 60 --name server_overload-hostile
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import statistics
 import sys
@@ -40,6 +49,7 @@ import httpx
 from munjang.server.collections_api import ServedCollection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.helpers: the hostile files
 
 from common import load_corpus, print_environment, process_tree, rss_bytes, running_server, write_result
 
@@ -222,6 +232,122 @@ def abandoned_similarity(url: str, pid: int, clients: int = 6, timeout: float = 
     }
 
 
+def hostile_uploads() -> list[tuple[str, bytes]]:
+    """Office and HWP files that cost the most a reader allows, or just past a limit (tests/helpers)."""
+    from tests.helpers import hostile_files as hostile
+
+    return [
+        ("styles.docx", hostile.docx_style_loop()),
+        ("span.docx", hostile.docx_grid_span()),
+        ("notes.docx", hostile.docx_footnotes(30_000)),
+        ("grid.xlsx", hostile.xlsx_whole_grid()),
+        ("far.xlsx", hostile.xlsx_far_row()),
+        ("wide.xlsx", hostile.xlsx_wide_rows()),
+        ("deck.pptx", hostile.pptx_slides(10_000)),
+        ("zeros.hwp", hostile.hwp_zero_records(5_000_000)),
+        ("long.hwp", hostile.hwp_long_paragraph(1_000_000)),
+        ("version.docx", hostile.zip_version(hostile.docx_style_loop())),
+    ]
+
+
+def hostile_mix(url: str, pid: int, seconds: float, reranker: str, max_rss_mib: float) -> dict[str, Any]:
+    """Section 4 of the module docstring."""
+    long_text = "가" * 100_000
+    mixed = ("서울 시청 앞 광장에서 열린 행사에 많은 시민이 모였다 " * 4000)[:100_000]
+    uploads = hostile_uploads()
+    with httpx.Client(base_url=url, timeout=120) as c:
+        assert c.post("/v1/collections", json={"name": "hostile"}).status_code == 201
+        seed = [{"id": f"s{i}", "text": t} for i, t in enumerate(load_corpus(50, seed=3, lang="ko"))]
+        c.post("/v1/collections/hostile/documents", json={"documents": seed}).raise_for_status()
+    stop = threading.Event()
+    outcomes: dict[str, dict[str, int]] = {}
+    probes: dict[str, list[float]] = {"health": [], "embeddings": []}
+    probe_statuses: dict[str, dict[str, int]] = {"health": {}, "embeddings": {}}
+    rss: list[float] = []
+
+    def count(table: dict[str, int], key: str) -> None:
+        table[key] = table.get(key, 0) + 1
+
+    def attacker(kind: str, send: Any) -> None:
+        table = outcomes.setdefault(kind, {})
+        with httpx.Client(base_url=url, timeout=180) as c:
+            k = 0
+            while not stop.is_set():
+                try:
+                    count(table, str(send(c, k).status_code))
+                except httpx.HTTPError as e:
+                    count(table, type(e).__name__)
+                k += 1
+
+    def upload(c: httpx.Client, k: int) -> httpx.Response:
+        name, raw = uploads[k % len(uploads)]
+        body = {"name": name, "content": base64.b64encode(raw).decode(), "id": f"u{k}"}
+        return c.post("/v1/collections/hostile/files", json=body)
+
+    senders = {
+        "rerank": lambda c, k: c.post(
+            "/v1/rerank", json={"model": reranker, "query": mixed, "documents": [mixed, long_text, mixed]}
+        ),
+        "long_query": lambda c, k: c.post(
+            "/v1/collections/hostile/search", json={"query": long_text, "top_k": 5, "mode": "hybrid"}
+        ),
+        "long_document": lambda c, k: c.post(
+            "/v1/collections/hostile/documents", json={"documents": [{"id": f"l{k}", "text": mixed}]}
+        ),
+        "upload": upload,
+    }
+
+    def prober() -> None:
+        with httpx.Client(base_url=url, timeout=60) as c:
+            while not stop.is_set():
+                for route, send in (
+                    ("health", lambda: c.get("/health")),
+                    ("embeddings", lambda: c.post("/v1/embeddings", json={"input": "오늘 서울의 날씨"})),
+                ):
+                    started = time.perf_counter()
+                    try:
+                        count(probe_statuses[route], str(send().status_code))
+                    except httpx.HTTPError as e:
+                        count(probe_statuses[route], type(e).__name__)
+                    probes[route].append(time.perf_counter() - started)
+                stop.wait(0.5)
+
+    def sampler() -> None:
+        while not stop.is_set():
+            rss.append(server_rss_mib(pid))
+            stop.wait(0.2)
+
+    threads = [threading.Thread(target=attacker, args=item) for item in senders.items()]
+    threads += [threading.Thread(target=prober), threading.Thread(target=sampler)]
+    before = server_rss_mib(pid)
+    for t in threads:
+        t.start()
+    stop.wait(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    bad = {k: v for k, v in outcomes.items() if set(v) - {"200", "201", "400", "413", "422", "503"}}
+    return {
+        "seconds": seconds,
+        "outcomes": outcomes,
+        "unexpected_outcomes": bad,
+        "probe_statuses": probe_statuses,
+        "probe_ms": {
+            route: {
+                "p50": round(percentile(t, 0.5) * 1000, 1),
+                "p99": round(percentile(t, 0.99) * 1000, 1),
+                "max": round(max(t) * 1000, 1),
+            }
+            for route, t in probes.items()
+            if t
+        },
+        "server_rss_mib_before": before,
+        "server_rss_mib_peak": max(rss),
+        "max_rss_mib": max_rss_mib,
+        "peak_under_bound": max(rss) <= max_rss_mib,
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queue", type=int, default=32, help="munjang serve --max-queued-requests")
@@ -240,6 +366,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-queue-wait", type=float, help="munjang serve --max-queue-wait (default: the server's own)"
     )
+    parser.add_argument("--hostile", type=float, default=0, help="seconds of the hostile mix (0: none)")
+    parser.add_argument("--max-rss-mib", type=float, default=4096, help="the hostile mix's memory bound")
     args = parser.parse_args(argv)
     environment = print_environment()
     corpus = load_corpus(4000, seed=0, lang="ko" if args.defaults else "en")
@@ -254,13 +382,28 @@ def main(argv: list[str] | None = None) -> None:
         serve += ["--max-queue-wait", str(args.max_queue_wait)]
     clients = args.clients or 4 * args.queue
     client_timeout = args.client_timeout or args.deadline + 5
-    with (
-        tempfile.TemporaryDirectory() as folder,
-        running_server([*serve, "--collections-dir", folder]) as (
-            url,
-            server,
-        ),
-    ):
+    with tempfile.TemporaryDirectory() as folder:
+        if args.hostile:  # a cross-encoder for /v1/rerank: e5-small with a new head (the speed is the point)
+            import munjang
+
+            munjang.load_cross_encoder("multilingual-e5-small", device="cpu").save(Path(folder) / "rr")
+            serve += ["--reranker", f"rr={Path(folder) / 'rr'}"]
+        payload = run_server(args, serve, folder, clients, client_timeout, corpus, model)
+    print(f"wrote {write_result(args.name, payload, environment)}")
+
+
+def run_server(
+    args: argparse.Namespace,
+    serve: list[str],
+    folder: str,
+    clients: int,
+    client_timeout: float,
+    corpus: list[str],
+    model: str | None,
+) -> dict[str, Any]:
+    """Sections 1-4 against one `munjang serve`; the result's payload."""
+    collections = str(Path(folder) / "collections")
+    with running_server([*serve, "--collections-dir", collections]) as (url, server):
         rounds = []
         memory = [server_rss_mib(server.pid)]
         workers = [worker_rss_mib(server.pid)]
@@ -291,6 +434,9 @@ def main(argv: list[str] | None = None) -> None:
         reads = search_during_add(url, args.docs) if args.docs else None
         if reads is not None:
             print(f"search during a {args.docs:,}-document add: {reads}")
+        hostile = hostile_mix(url, server.pid, args.hostile, "rr", args.max_rss_mib) if args.hostile else None
+        if hostile is not None:
+            print(f"hostile mix: {hostile}")
     every_answered = all(set(r["statuses"]) <= {"200", "503"} for r in rounds)
     within = all(r["slowest_s"] <= min(args.deadline + 1, client_timeout) for r in rounds)
     payload = {
@@ -308,11 +454,12 @@ def main(argv: list[str] | None = None) -> None:
         "server_growth_mib_last_10_rounds": growth_mib([[m] for m in memory], 10),
         "abandoned_similarity": abandoned,
         "search_during_add": reads,
+        "hostile_mix": hostile,
     }
     print(f"every request 200 or 503: {every_answered}; none past the deadline: {within}; RSS {memory}")
     grew = payload["model_process_growth_mib_last_10_rounds"], payload["server_growth_mib_last_10_rounds"]
     print(f"over the last 10 bursts: model processes grew {grew[0]} MiB, the whole server {grew[1]} MiB")
-    print(f"wrote {write_result(args.name, payload, environment)}")
+    return payload
 
 
 if __name__ == "__main__":

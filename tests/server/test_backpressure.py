@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from munjang import Collection
 from munjang.server import ServerSettings, create_app
 from munjang.server import app as app_module
-from munjang.server.batcher import DynamicBatcher, QueueFullError
+from munjang.server.batcher import WARM_UP_ROWS, DynamicBatcher, QueueFullError
 from tests.helpers.server import LOCAL, live_server
 
 
@@ -272,8 +272,8 @@ def test_a_request_expected_to_wait_past_its_limit_is_refused_at_arrival(encoder
     model = Slow(0.2)
     batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=model, max_queue_wait_s=2.0)
     batcher.submit(["속도를 한 번 재는 요청"]).result(30)
-    rate = batcher.throughput.tokens_per_s
-    assert rate is not None and rate > 0
+    cost = batcher.cost
+    assert cost.tokens_per_s is not None and cost.tokens_per_s > 0
     model.open.clear()
     text = "차례를 기다리는 긴 요청 " * 8
     tokens = len(encoder.token_ids([text])[0]["input_ids"][0])
@@ -282,8 +282,8 @@ def test_a_request_expected_to_wait_past_its_limit_is_refused_at_arrival(encoder
         while len(admitted) < 1000:
             admitted.append(batcher.submit([text]))
     queued = batcher.queued_tokens
-    assert admitted and (queued + tokens) / rate > 2.0 >= (queued - tokens) / rate
-    assert refused.value.retry_after == pytest.approx(max(1.0, queued / rate))
+    assert admitted and cost.seconds_for(queued + tokens) > 2.0 >= cost.seconds_for(queued)
+    assert refused.value.retry_after == pytest.approx(max(1.0, cost.seconds_for(queued)))
     with pytest.raises(QueueFullError, match="would wait about"):  # a deadline closer than the limit
         batcher.submit_tokenized(encoder.token_ids(["짧은 요청"])[0], deadline=time.monotonic() + 0.001)
     assert batcher.stats.refused_wait == 2 and batcher.stats.refused_full == 0
@@ -331,20 +331,23 @@ def test_an_embeddings_request_expected_to_wait_too_long_is_503_at_once(encoder,
         speed = next(
             line for line in metrics.splitlines() if line.startswith("munjang_batcher_tokens_per_second{")
         )
-        assert float(speed.split()[-1]) == pytest.approx(batcher.throughput.tokens_per_s)
+        assert float(speed.split()[-1]) == pytest.approx(batcher.cost.tokens_per_s)
         model.open.set()
         blocker.join(30)
 
 
 def test_a_warmed_up_batcher_knows_its_speed_before_the_first_request(encoder) -> None:
     """A burst on a cold server was admitted by the hard bounds alone until its first batch came
-    back (54 of 200 clients timed out on one core): the warm-up batch measures the speed first."""
-    model = Slow(0.0, per_token=0.001)
+    back (54 of 200 clients timed out on one core): warm-up batches of two sizes measure both parts
+    of a batch's cost first, the fixed one and the one per token."""
+    model = Slow(0.2, per_token=0.001)
     batcher = DynamicBatcher(encoder, max_wait_ms=0, compute=model, warm_up=True)
     give_up = time.monotonic() + 60
-    while batcher.throughput.tokens_per_s is None and time.monotonic() < give_up:
+    while batcher.cost.measured < len(WARM_UP_ROWS) and time.monotonic() < give_up:
         time.sleep(0.01)
-    rate = batcher.throughput.tokens_per_s
-    assert rate is not None and 0 < rate <= 1000  # the fake model's 1,000 tokens/s, less its overhead
+    cost = batcher.cost
+    assert cost.per_token is not None and 0.0009 < cost.per_token < 0.002  # less the machine's overhead
+    assert 0.15 < cost.fixed < 0.5
+    assert cost.tokens_per_s is not None and cost.tokens_per_s < 1000
     assert batcher.stats.batches == 0 and batcher.stats.requests == 0  # not counted as work done
     batcher.close()

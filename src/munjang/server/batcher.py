@@ -8,8 +8,8 @@ pieces between the small ones and cannot starve them. Requests with different en
 (prompt, truncation, dimensions) never share a batch. The batch is computed by the encoder in
 this process, or by an `EncoderProcess` holding the same model (`compute`).
 
-Admission is by expected wait: the batcher keeps a moving estimate of the tokens per second its
-model clears (`Throughput`, measured on every batch), and a request whose tokens, behind those
+Admission is by expected wait: the batcher fits what a batch of its model costs, a fixed part plus
+a part per token (`BatchCost`, measured on every batch), and a request whose tokens, behind those
 queued, would not be encoded before its deadline (or `max_queue_wait_s`) is refused at arrival with
 `QueueFullError` and the seconds the queue needs to drain, which the server sends as Retry-After (a
 503): on a slow CPU the client learns at once, instead of timing out on work accepted for nobody.
@@ -33,15 +33,18 @@ import numpy as np
 from ..encoders.dense.encoder import SentenceEncoder
 from ..errors import MunjangError
 from ..inference.memory import release_freed_memory
+from .batch_cost import BatchCost
 
-# What a warm-up batch holds: sentences of the length the server's clients send most (one to a few
-# dozen words), Korean and English; its speed is below a full batch's, so the first estimate errs on
-# the side of refusing, and real batches correct it within a few batches.
+# What warm-up batches hold: sentences of the length the server's clients send most (one to a few
+# dozen words), Korean and English. Batches of two sizes give the fit its fixed and per-token parts;
+# the first, measured at once so a burst soon after the start is admitted by a speed, also pays the
+# one-time costs (allocator, kernels for new shapes), which errs on the side of refusing until real
+# batches correct it.
 WARM_UP_TEXT = (
     "서울의 한 도서관은 주민들이 집에서도 소장 자료를 찾아볼 수 있도록 모든 책을 전산화하기로 했다. "
     "The library will scan every book so that readers can search the collection from home."
 )
-WARM_UP_ROWS = 16
+WARM_UP_ROWS = (16, 4)  # rows of each warm-up batch
 
 
 class QueueFullError(MunjangError):
@@ -50,27 +53,6 @@ class QueueFullError(MunjangError):
     def __init__(self, message: str, retry_after: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-
-
-class Throughput:
-    """A moving estimate of the tokens per second a model clears, from the batches it ran: each
-    batch moves the estimate a `weight` of the way to its own rate, so a model that speeds up (its
-    automatic backend chosen) or slows down (a busier machine) is followed within a few batches."""
-
-    def __init__(self, weight: float = 0.3) -> None:
-        self.weight = weight
-        self.tokens_per_s: float | None = None
-
-    def observe(self, tokens: int, seconds: float) -> None:
-        if tokens <= 0 or seconds <= 0:
-            return
-        rate = tokens / seconds
-        known = self.tokens_per_s
-        self.tokens_per_s = rate if known is None else known + self.weight * (rate - known)
-
-    def seconds_for(self, tokens: int) -> float | None:
-        """How long `tokens` take at the estimate, or None before any batch was measured."""
-        return None if self.tokens_per_s is None else tokens / self.tokens_per_s
 
 
 @dataclass
@@ -123,8 +105,8 @@ class DynamicBatcher:
         process), each gets a thread of its own and batches run side by side. `max_queue_wait_s`:
         the longest a request may be expected to wait, whatever its deadline; until the speed is
         measured, no more than a batch a compute thread waits. `warm_up`: each compute thread first
-        runs one batch of its own (`WARM_UP_ROWS` sentences), so the speed is known soon after the
-        server starts, before its first burst if there is time."""
+        runs warm-up batches of its own (`WARM_UP_ROWS`), so the cost is known soon after the server
+        starts, before its first burst if there is time."""
         if max_tokens < 1 or slice_rows < 1 or max_wait_ms < 0:
             raise ValueError("max_tokens and slice_rows must be at least 1, max_wait_ms at least 0")
         self.encoder = encoder
@@ -140,7 +122,7 @@ class DynamicBatcher:
         self.max_queued_requests = max_queued_requests
         self.max_queued_tokens = max_queued_tokens
         self.max_queue_wait_s = max_queue_wait_s
-        self.throughput = Throughput()
+        self.cost = BatchCost(max_tokens)
         self.queued_tokens = 0
         self.max_wait = max_wait_ms / 1000
         self.slice_rows = slice_rows
@@ -210,7 +192,7 @@ class DynamicBatcher:
         """Refuse a request of `tokens` that a hard bound or its expected wait rules out (call
         holding the lock). Past the request bound, an empty queue takes any request: alone, it
         waits for nothing."""
-        drain = self.throughput.seconds_for(self.queued_tokens)
+        drain = self.cost.seconds_for(self.queued_tokens)
         retry = max(1.0, drain / len(self._threads)) if drain is not None else 1.0
         if self.max_queued_requests is not None and len(self._jobs) >= self.max_queued_requests:
             self.stats.refused_full += 1
@@ -225,7 +207,7 @@ class DynamicBatcher:
                 f"of {self.max_queued_tokens:,}",
                 retry,
             )
-        expected = self.throughput.seconds_for(self.queued_tokens + tokens)
+        expected = self.cost.seconds_for(self.queued_tokens + tokens)
         left = None if deadline is None else deadline - time.monotonic()
         limits = [s for s in (self.max_queue_wait_s, left) if s is not None]
         if not limits:
@@ -316,17 +298,18 @@ class DynamicBatcher:
                 job.future.cancel()
 
     def _warm_up(self, compute: Callable[..., np.ndarray]) -> None:
-        """One batch of typical sentences, measured into the speed estimate (a failure is left to the
-        first real batch to report)."""
-        encoded, prompt_length = self.encoder.token_ids([WARM_UP_TEXT] * WARM_UP_ROWS)
-        started = time.perf_counter()
-        try:
-            compute(encoded, prompt_length=prompt_length)
-        except Exception:
-            return
-        tokens = sum(len(ids) for ids in encoded["input_ids"])
-        with self._cond:
-            self.throughput.observe(tokens, time.perf_counter() - started)
+        """Warm-up batches of typical sentences (`WARM_UP_ROWS`), each measured into the cost fit (a
+        failure is left to the first real batch to report)."""
+        for rows in WARM_UP_ROWS:
+            encoded, prompt_length = self.encoder.token_ids([WARM_UP_TEXT] * rows)
+            started = time.perf_counter()
+            try:
+                compute(encoded, prompt_length=prompt_length)
+            except Exception:
+                return
+            tokens = sum(len(ids) for ids in encoded["input_ids"])
+            with self._cond:
+                self.cost.observe(tokens, time.perf_counter() - started)
 
     def _run(self, compute: Callable[..., np.ndarray], warm_up: bool = False) -> None:
         if warm_up:
@@ -365,7 +348,7 @@ class DynamicBatcher:
         elapsed = time.perf_counter() - started
         tokens = sum(sum(job.lengths[start:stop]) for job, start, stop in chosen)
         with self._cond:
-            self.throughput.observe(tokens, elapsed)
+            self.cost.observe(tokens, elapsed)
             self.stats.batches += 1
             self.stats.rows += rows
             self.stats.tokens += tokens

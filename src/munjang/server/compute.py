@@ -27,7 +27,6 @@ from typing import TypeVar
 
 from starlette.requests import Request
 
-from .batcher import Throughput
 from .embed import retry_after, wait_for_client
 from .errors import APIError
 
@@ -57,6 +56,27 @@ class CancelToken:
             raise Cancelled
 
 
+class Rate:
+    """A moving estimate of a rate (here jobs per second) from the work done: each measurement moves
+    the estimate a `weight` of the way to its own rate, so work that speeds up or slows down (a busier
+    machine) is followed within a few jobs."""
+
+    def __init__(self, weight: float = 0.3) -> None:
+        self.weight = weight
+        self.per_s: float | None = None
+
+    def observe(self, units: int, seconds: float) -> None:
+        if units <= 0 or seconds <= 0:
+            return
+        rate = units / seconds
+        known = self.per_s
+        self.per_s = rate if known is None else known + self.weight * (rate - known)
+
+    def seconds_for(self, units: int) -> float | None:
+        """How long `units` of work take at the estimate, or None before any was measured."""
+        return None if self.per_s is None else units / self.per_s
+
+
 class ComputeGate:
     """Runs jobs on `workers` threads with at most `max_queued` waiting (see the module docstring)."""
 
@@ -69,7 +89,7 @@ class ComputeGate:
         self.limit = workers + max_queued
         self.timeout_s = timeout_s
         self.max_wait_s = timeout_s if max_wait_s is None else min(max_wait_s, timeout_s)
-        self.job_time = Throughput()  # jobs per second: its inverse is the mean job's seconds
+        self.job_time = Rate()  # jobs per second: its inverse is the mean job's seconds
         self.refused_wait = 0
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="munjang-compute")
         self._lock = threading.Lock()

@@ -40,7 +40,7 @@ def _count_of(batcher: DynamicBatcher, outcome: str) -> Callable[[], float]:
 
 
 def _speed_of(batcher: DynamicBatcher) -> Callable[[], float]:
-    return lambda: float(batcher.throughput.tokens_per_s or 0.0)
+    return lambda: float(batcher.cost.tokens_per_s or 0.0)
 
 
 class ServerMetrics:
