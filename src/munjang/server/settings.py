@@ -10,6 +10,7 @@ from ..encoders.cross import CrossEncoder
 from ..encoders.dense.encoder import SentenceEncoder
 from ..encoders.m3.views import M3MultiVectorView, M3SparseView
 from ..encoders.multi_vector import MultiVectorEncoder
+from ..encoders.classical.terms import TermEncoder
 from ..encoders.sparse.encoder import SparseEncoder
 from .backend_choice import BackgroundChoice
 
@@ -52,7 +53,7 @@ class ServerSettings:
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
-    sparse_models: dict[str, SparseEncoder | M3SparseView] = field(default_factory=dict)
+    sparse_models: dict[str, SparseEncoder | M3SparseView | TermEncoder] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
     collections_dir: Path | None = None
     collections_db: str | None = None

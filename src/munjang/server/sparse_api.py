@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from starlette.concurrency import run_in_threadpool
 
 from ..encoders.m3.views import M3SparseView
+from ..encoders.classical.terms import TermEncoder
 from ..encoders.sparse.encoder import SparseEncoder, sparse_rows
 from .errors import APIError
 from .schemas import Text
@@ -37,7 +38,7 @@ class SparseEmbeddingRequest(BaseModel):
 
 
 def sparse_data(
-    model: SparseEncoder | M3SparseView, texts: list[str], request: SparseEmbeddingRequest
+    model: SparseEncoder | M3SparseView | TermEncoder, texts: list[str], request: SparseEmbeddingRequest
 ) -> list[dict[str, Any]]:
     """Each text's non-zero entries; off the event loop (the model runs here)."""
     encode = {"query": model.encode_query, "document": model.encode_document}.get(
