@@ -95,21 +95,27 @@ def train_word2vec(
     from gensim.models.callbacks import CallbackAny2Vec
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=options.epochs, desc="word2vec", unit="epoch", disable=not show_progress_bar)
-
     class Progress(CallbackAny2Vec):  # type: ignore[misc]
         def on_epoch_end(self, model: Any) -> None:
             bar.update(1)
 
-    try:
-        model = gensim_models.Word2Vec(
-            sentences=[list(d) for d in documents], callbacks=[Progress()], **options.gensim_arguments()
-        )
-    finally:
-        bar.close()
+    corpus = [list(d) for d in documents]
+    model = gensim_models.Word2Vec(**options.gensim_arguments())
+    model.build_vocab(corpus)
     words = list(model.wv.index_to_key)
     if not words:
         raise ValueError(f"no word occurs min_count={options.min_count} times in the fitting corpus")
+    bar = tqdm(total=options.epochs, desc="word2vec", unit="epoch", disable=not show_progress_bar)
+    try:  # what Word2Vec(sentences=corpus) runs after building the vocabulary
+        model.train(
+            corpus,
+            total_examples=model.corpus_count,
+            total_words=model.corpus_total_words,
+            epochs=model.epochs,
+            callbacks=[Progress()],
+        )
+    finally:
+        bar.close()
     counts = np.array([model.wv.get_vecattr(w, "count") for w in words], dtype=np.float64)
     return words, np.asarray(model.wv.vectors, dtype=np.float32), counts
 
