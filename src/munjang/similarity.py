@@ -171,10 +171,10 @@ def _sparse_similarity(a: Any, b: Any, fn: str) -> np.ndarray:
         if fn == "cosine":
             left, right = _sparse_unit(left), _sparse_unit(right)
         return np.asarray((left @ right.T).toarray())
-    if fn == "euclidean":
-        squares = np.asarray(left.multiply(left).sum(1)) + np.asarray(right.multiply(right).sum(1)).T
-        return np.asarray(-np.sqrt(np.maximum(squares - 2 * (left @ right.T).toarray(), 0.0)))
-    return np.stack([-np.asarray(abs(right - left[i]).sum(1)).ravel() for i in range(left.shape[0])])
+    from sklearn.metrics.pairwise import euclidean_distances, manhattan_distances
+
+    distances = euclidean_distances if fn == "euclidean" else manhattan_distances
+    return np.asarray(-distances(left, right))
 
 
 def _sparse_pairwise(a: Any, b: Any, fn: str) -> np.ndarray:
