@@ -72,7 +72,10 @@ def fit_all(folder: Path, refit: bool) -> dict[str, Any]:
         encoder = fit_classical(kind, texts, fitted_on={"corpus": "korsts-train + klue-nli-train"}, **options)
         encoder.save(out)
         fitted[name] = {"seconds": round(time.perf_counter() - start, 1), **encoder.describe()}
-        print(f"fitted {name} in {fitted[name]['seconds']} s: {encoder.describe()['vocab_size']} terms", flush=True)
+        print(
+            f"fitted {name} in {fitted[name]['seconds']} s: {encoder.describe()['vocab_size']} terms",
+            flush=True,
+        )
     return fitted
 
 
@@ -124,8 +127,10 @@ def main() -> None:
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, __file__, "--models", str(args.models), "--row", name],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         found = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
         if done.returncode or not found:
             sys.stderr.write(done.stderr[-4000:])
@@ -136,8 +141,10 @@ def main() -> None:
         print(f"{name}: STS {row['sts_spearman'] * 100:.2f}, {row['wall_seconds']} s", flush=True)
     from munjang.evaluation.representations import Row, example_lines, table
 
-    shown = [Row(r["name"], r["sts_spearman"], r["retrieval"], r["sentences_per_s"], r["peak_mib"], r["examples"])
-             for r in rows]  # fmt: skip
+    shown = [
+        Row(r["name"], r["sts_spearman"], r["retrieval"], r["sentences_per_s"], r["peak_mib"], r["examples"])
+        for r in rows
+    ]
     for line in [*table(shown, list(KOREAN)), "", *example_lines(shown)]:
         print(line)
     payload = {

@@ -218,12 +218,16 @@ def eval_compare(
     model: Annotated[
         list[str], typer.Option("--model", "-m", help="A model folder or name, or bm25 (repeatable).")
     ],
-    sts: Annotated[Path | None, typer.Option(help="An STS file (KorSTS .tsv, ...) for the Spearman column.")] = None,
+    sts: Annotated[
+        Path | None, typer.Option(help="An STS file (KorSTS .tsv, ...) for the Spearman column.")
+    ] = None,
     retrieval: Annotated[
         list[Path] | None, typer.Option(help="A BEIR folder (repeatable): R@1 and nDCG@10 columns.")
     ] = None,
     split: Annotated[str, typer.Option(help="The qrels split of the BEIR folders.")] = "test",
-    tokenizer: Annotated[str, typer.Option(help="BM25's tokenizer (auto: Kiwi morphemes for Korean).")] = "auto",
+    tokenizer: Annotated[
+        str, typer.Option(help="BM25's tokenizer (auto: Kiwi morphemes for Korean).")
+    ] = "auto",
     batch_size: BatchOption = 32,
     device: DeviceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,

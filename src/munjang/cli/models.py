@@ -105,11 +105,17 @@ def read_corpus(paths: list[Path], limit: int) -> list[str]:
 @app.command("fit-classical")
 def fit_classical(
     kind: Annotated[str, typer.Argument(help="onehot, bow, tfidf, cbow or skipgram.")],
-    corpus: Annotated[list[Path], typer.Option("--corpus", "-c", help="A text file, one text a line (repeatable).")],
+    corpus: Annotated[
+        list[Path], typer.Option("--corpus", "-c", help="A text file, one text a line (repeatable).")
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write.")],
-    tokenizer: Annotated[str, typer.Option(help="auto (Kiwi morphemes for Korean), kiwi, mecab, word.")] = "auto",
+    tokenizer: Annotated[
+        str, typer.Option(help="auto (Kiwi morphemes for Korean), kiwi, mecab, word.")
+    ] = "auto",
     min_df: Annotated[int, typer.Option(help="Term kinds: documents a term needs.")] = 1,
-    max_features: Annotated[int | None, typer.Option(help="Term kinds: keep the most frequent terms.")] = None,
+    max_features: Annotated[
+        int | None, typer.Option(help="Term kinds: keep the most frequent terms.")
+    ] = None,
     sublinear_tf: Annotated[bool, typer.Option(help="TF-IDF: 1 + ln(tf) in place of tf.")] = False,
     smooth_idf: Annotated[bool, typer.Option(help="TF-IDF: ln((1+n)/(1+df)) + 1.")] = True,
     vector_size: Annotated[int, typer.Option(help="word2vec: dimensions.")] = 100,
@@ -125,7 +131,8 @@ def fit_classical(
 
     The folder loads wherever a model name goes: `munjang eval sts -m FOLDER`, a collection's model
     (word2vec) or sparse retriever (term kinds), `munjang serve --sparse-model FOLDER`."""
-    from ..encoders.classical import KINDS, fit_classical as fit
+    from ..encoders.classical import KINDS
+    from ..encoders.classical import fit_classical as fit
 
     if kind not in KINDS:
         raise MunjangError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
@@ -135,14 +142,25 @@ def fit_classical(
         if kind == "tfidf":
             options |= {"sublinear_tf": sublinear_tf, "smooth_idf": smooth_idf}
     else:
-        options = {"vector_size": vector_size, "window": window, "min_count": min_count, "epochs": epochs,
-                   "seed": seed, "workers": workers, "pooling": pooling}  # fmt: skip
+        options = {
+            "vector_size": vector_size,
+            "window": window,
+            "min_count": min_count,
+            "epochs": epochs,
+            "seed": seed,
+            "workers": workers,
+            "pooling": pooling,
+        }
     fitted_on = {"corpus": [str(p) for p in corpus]}
     try:
-        encoder = fit(kind, texts, tokenizer=tokenizer, show_progress_bar=True, fitted_on=fitted_on, **options)
+        encoder = fit(
+            kind, texts, tokenizer=tokenizer, show_progress_bar=True, fitted_on=fitted_on, **options
+        )
         encoder.save(output)
     except ValueError as e:
         raise MunjangError(str(e)) from e
     described = encoder.describe()
     size = described.get("dimension", described["vocab_size"])
-    typer.echo(f"{output} ({kind}: {len(texts):,} texts, {described['vocab_size']:,} terms, {size:,} dimensions)")
+    typer.echo(
+        f"{output} ({kind}: {len(texts):,} texts, {described['vocab_size']:,} terms, {size:,} dimensions)"
+    )

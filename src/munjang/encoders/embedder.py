@@ -5,8 +5,8 @@ model name becomes either (a remote name such as `openai:<model>`, else a local 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -58,7 +58,9 @@ def load_sparse_embedder(name_or_path: str | os.PathLike[str], *, device: str | 
 
         encoder = load_classical_encoder(name_or_path)
         if encoder.kind == "word2vec":
-            raise ValueError(f"{name_or_path} holds a dense word2vec encoder; a sparse retriever needs term vectors")
+            raise ValueError(
+                f"{name_or_path} holds a dense word2vec encoder; a sparse retriever needs term vectors"
+            )
         return encoder
     from .sparse.encoder import load_sparse_encoder
 
@@ -70,8 +72,9 @@ def load_embedder(
 ) -> Embedder:
     """A RemoteEncoder for a remote name (`openai:`, `tei:`, `remote:`; see `munjang.encoders.remote.names`),
     a classical encoder for a folder `munjang models fit-classical` wrote (one-hot, bag of words and
-    TF-IDF give scipy CSR rows; word2vec numpy), else `load_encoder(name_or_path, device=device, **options)`. Local-only options (backend,
-    precision, threads) are refused for a remote model unless left at their defaults."""
+    TF-IDF give scipy CSR rows; word2vec numpy), else `load_encoder(name_or_path, device=device,
+    **options)`. Local-only options (backend, precision, threads) are refused for a remote model
+    unless left at their defaults."""
     from .formats import is_classical_folder
     from .remote import is_remote_name
 

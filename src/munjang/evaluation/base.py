@@ -58,7 +58,9 @@ def encode_texts(
     options = _encode_options(batch_size, prompt_name, prompt, show_progress_bar)
     encoded = encoder.encode(unique, **options)
     # Term vectors (one-hot, bag of words, TF-IDF) stay scipy sparse rows: vocabulary-wide, mostly zero.
-    vectors = sp.csr_matrix(encoded, dtype=np.float64) if sp.issparse(encoded) else np.asarray(encoded, np.float64)
+    vectors = (
+        sp.csr_matrix(encoded, dtype=np.float64) if sp.issparse(encoded) else np.asarray(encoded, np.float64)
+    )
     if vectors.ndim != 2 or vectors.shape[0] != len(unique):
         raise ValueError(
             f"encoder returned shape {vectors.shape} for {len(unique)} sentences, "

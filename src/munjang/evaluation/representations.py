@@ -44,10 +44,20 @@ class Example:
 
 
 EXAMPLES = (
-    Example("paraphrase, no shared words", "그 영화는 정말 재미있었다", "이 작품은 아주 흥미로웠다", "그 영화는 정말 지루했다"),
-    Example("reordered, opposite meaning", "고양이가 쥐를 쫓았다", "쥐가 고양이에게 쫓겼다", "쥐가 고양이를 쫓았다"),
+    Example(
+        "paraphrase, no shared words",
+        "그 영화는 정말 재미있었다",
+        "이 작품은 아주 흥미로웠다",
+        "그 영화는 정말 지루했다",
+    ),
+    Example(
+        "reordered, opposite meaning",
+        "고양이가 쥐를 쫓았다",
+        "쥐가 고양이에게 쫓겼다",
+        "쥐가 고양이를 쫓았다",
+    ),
     Example("particle change", "철수가 영희를 때렸다", "영희가 철수에게 맞았다", "철수를 영희가 때렸다"),
-)  # fmt: skip
+)
 
 
 class Representation(Protocol):
@@ -85,13 +95,19 @@ class EncoderRepresentation:
 
     def pair_scores(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         vectors = encode_texts(self.encoder, [*left, *right], batch_size=self.batch_size)
-        return np.asarray(pairwise_similarity(vectors[: len(left)], vectors[len(left) :], "cosine"), np.float64)
+        return np.asarray(
+            pairwise_similarity(vectors[: len(left)], vectors[len(left) :], "cosine"), np.float64
+        )
 
     def rankings(self, data: RetrievalData) -> dict[str, list[str]]:
         evaluator = InformationRetrievalEvaluator.from_data(
-            data, k_values=(1, DEPTH), mrr_at_k=(DEPTH,), ndcg_at_k=(DEPTH,), map_at_k=(DEPTH,),
+            data,
+            k_values=(1, DEPTH),
+            mrr_at_k=(DEPTH,),
+            ndcg_at_k=(DEPTH,),
+            map_at_k=(DEPTH,),
             batch_size=self.batch_size,
-        )  # fmt: skip
+        )
         return evaluator.rank(self.encoder, "cosine")
 
     def process(self, texts: Sequence[str]) -> None:
@@ -202,9 +218,13 @@ def measure(
         found: dict[str, dict[str, float]] = {}
         for name, data in retrieval.items():
             metrics = evaluate_rankings(
-                representation.rankings(data), data.qrels, k_values=(1,), mrr_at_k=(DEPTH,),
-                ndcg_at_k=(DEPTH,), map_at_k=(DEPTH,),
-            )  # fmt: skip
+                representation.rankings(data),
+                data.qrels,
+                k_values=(1,),
+                mrr_at_k=(DEPTH,),
+                ndcg_at_k=(DEPTH,),
+                map_at_k=(DEPTH,),
+            )
             found[name] = {"recall@1": metrics["recall@1"], "ndcg@10": metrics["ndcg@10"]}
         speed = None
         if sts is not None:
@@ -235,7 +255,9 @@ def table(rows: Sequence[Row], sets: Sequence[str]) -> list[str]:
     head = f"{'representation':<{width}} {'STS ρ':>6}" + "".join(f" {s[:12] + ' R@1/nDCG':>21}" for s in sets)
     lines = [head + f" {'sent/s':>8} {'peak MiB':>8}  examples (closer > farther)"]
     for r in rows:
-        cells = f"{r.name:<{width}} " + (f"{r.sts_spearman * 100:6.2f}" if r.sts_spearman is not None else f"{'-':>6}")
+        cells = f"{r.name:<{width}} " + (
+            f"{r.sts_spearman * 100:6.2f}" if r.sts_spearman is not None else f"{'-':>6}"
+        )
         for s in sets:
             m = r.retrieval.get(s)
             cells += f" {m['recall@1'] * 100:10.2f}/{m['ndcg@10'] * 100:<10.2f}" if m else f" {'-':>21}"

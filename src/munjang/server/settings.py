@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..encoders.classical.terms import TermEncoder
 from ..encoders.cross import CrossEncoder
 from ..encoders.dense.encoder import SentenceEncoder
 from ..encoders.m3.views import M3MultiVectorView, M3SparseView
 from ..encoders.multi_vector import MultiVectorEncoder
-from ..encoders.classical.terms import TermEncoder
 from ..encoders.sparse.encoder import SparseEncoder
 from .backend_choice import BackgroundChoice
 

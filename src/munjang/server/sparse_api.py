@@ -16,8 +16,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.concurrency import run_in_threadpool
 
-from ..encoders.m3.views import M3SparseView
 from ..encoders.classical.terms import TermEncoder
+from ..encoders.m3.views import M3SparseView
 from ..encoders.sparse.encoder import SparseEncoder, sparse_rows
 from .errors import APIError
 from .schemas import Text

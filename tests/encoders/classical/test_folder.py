@@ -13,8 +13,13 @@ import munjang
 from munjang.encoders.classical import fit_classical
 from munjang.errors import InputTooLongError, ModelLoadError
 
-TEXTS = ["고양이가 쥐를 쫓았다", "쥐가 고양이를 쫓았다", "오늘 날씨가 맑다", "날씨 좋은 날 고양이와 산책했다",
-         "BERT 모델은 문장을 벡터로 바꾼다"] * 2  # fmt: skip
+TEXTS = [
+    "고양이가 쥐를 쫓았다",
+    "쥐가 고양이를 쫓았다",
+    "오늘 날씨가 맑다",
+    "날씨 좋은 날 고양이와 산책했다",
+    "BERT 모델은 문장을 벡터로 바꾼다",
+] * 2
 
 
 @pytest.fixture(scope="module")

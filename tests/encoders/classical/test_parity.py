@@ -97,8 +97,11 @@ def test_word2vec_vectors_equal_gensim(tokenizer, tokens, architecture) -> None:
     reference = gensim.models.Word2Vec(sentences=fit, **options.gensim_arguments())
     assert ours.words == list(reference.wv.index_to_key)
     np.testing.assert_array_equal(ours.vectors, reference.wv.vectors)
-    other = Word2VecEncoder.fit_tokens(fit, tokenizer, Word2VecOptions(architecture=architecture, vector_size=32,
-                                                                       min_count=2, epochs=3, seed=8))  # fmt: skip
+    other = Word2VecEncoder.fit_tokens(
+        fit,
+        tokenizer,
+        Word2VecOptions(architecture=architecture, vector_size=32, min_count=2, epochs=3, seed=8),
+    )
     assert not np.array_equal(ours.vectors, other.vectors)  # the seed is what made them equal
 
 
@@ -106,12 +109,20 @@ def test_sentence_vectors_are_the_mean_and_the_sif_formula(tokenizer, tokens, se
     pytest.importorskip("gensim")
     fit, _ = tokens
     text = sentences[0][0]
-    words = [t for t in tokenizer(text) if t in set(Word2VecEncoder.fit_tokens(fit[:50], tokenizer,
-             Word2VecOptions(min_count=1, epochs=1)).words)]  # fmt: skip
-    mean = Word2VecEncoder.fit_tokens(fit[:50], tokenizer, Word2VecOptions(min_count=1, epochs=1, pooling="mean"))
+    words = [
+        t
+        for t in tokenizer(text)
+        if t
+        in set(Word2VecEncoder.fit_tokens(fit[:50], tokenizer, Word2VecOptions(min_count=1, epochs=1)).words)
+    ]
+    mean = Word2VecEncoder.fit_tokens(
+        fit[:50], tokenizer, Word2VecOptions(min_count=1, epochs=1, pooling="mean")
+    )
     expected = np.mean([mean.word_vector(w) for w in words], axis=0)
     np.testing.assert_allclose(mean.encode(text), expected, rtol=1e-5, atol=1e-6)
-    sif = Word2VecEncoder.fit_tokens(fit[:50], tokenizer, Word2VecOptions(min_count=1, epochs=1, pooling="sif"))
+    sif = Word2VecEncoder.fit_tokens(
+        fit[:50], tokenizer, Word2VecOptions(min_count=1, epochs=1, pooling="sif")
+    )
     p = sif.counts / sif.counts.sum()
     weighted = np.mean([1e-3 / (1e-3 + p[sif.index[w]]) * sif.word_vector(w) for w in words], axis=0)
     u = sif.component

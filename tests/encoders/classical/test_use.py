@@ -15,7 +15,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 import munjang
 from munjang import Collection
-from munjang.data import RetrievalData, STSData
+from munjang.data import RetrievalData
 from munjang.encoders.classical import fit_classical
 from munjang.encoders.sparse.encoder import sparse_rows
 from munjang.evaluation import InformationRetrievalEvaluator, STSEvaluator
@@ -24,9 +24,16 @@ from tests.helpers.cli import run_cli
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.server import LOCAL
 
-CORPUS = ["고양이가 쥐를 쫓았다", "강아지가 공원에서 뛰어논다", "오늘 서울은 비가 온다", "내일 부산은 맑겠다",
-          "주식 시장이 크게 올랐다", "환율이 내려서 수입 물가가 떨어졌다", "고양이는 생선을 좋아한다",
-          "비 오는 날에는 우산이 필요하다"]  # fmt: skip
+CORPUS = [
+    "고양이가 쥐를 쫓았다",
+    "강아지가 공원에서 뛰어논다",
+    "오늘 서울은 비가 온다",
+    "내일 부산은 맑겠다",
+    "주식 시장이 크게 올랐다",
+    "환율이 내려서 수입 물가가 떨어졌다",
+    "고양이는 생선을 좋아한다",
+    "비 오는 날에는 우산이 필요하다",
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +86,16 @@ def test_retrieval_evaluator_ranks_by_the_sparse_cosine(tfidf) -> None:
 
 
 @pytest.mark.parametrize("backend", ["folder", "qdrant"])
-def test_a_collection_with_word2vec_dense_and_tfidf_sparse(tmp_path: Path, tfidf_folder, tfidf, backend) -> None:
+def test_a_collection_with_word2vec_dense_and_tfidf_sparse(
+    tmp_path: Path, tfidf_folder, tfidf, backend
+) -> None:
     pytest.importorskip("gensim")
     w2v = tmp_path / "cbow"
     fit_classical("cbow", CORPUS, min_count=1, vector_size=16, epochs=2).save(w2v)
     where, place = (str(tmp_path / "col"), None) if backend == "folder" else ("c", qdrant_url(tmp_path))
-    collection = Collection.create(where, backend=place, model=str(w2v), retrievers={"sparse": str(tfidf_folder)})
+    collection = Collection.create(
+        where, backend=place, model=str(w2v), retrievers={"sparse": str(tfidf_folder)}
+    )
     collection.add([f"d{i}" for i in range(len(CORPUS))], CORPUS)
     hits = collection.search("고양이 생선", k=3, mode="sparse")
     scores = cosine_similarity(tfidf.encode(["고양이 생선"]), tfidf.encode(CORPUS))[0]
@@ -113,7 +124,9 @@ def test_the_server_serves_term_vectors(encoder, tfidf) -> None:
         body = {"input": CORPUS[:2], "task": "document", "return_tokens": True}
         answer = client.post("/v1/sparse_embeddings", json=body)
         assert answer.status_code == 200, answer.text
-        for item, (ids, values) in zip(answer.json()["data"], sparse_rows(tfidf.encode_document(CORPUS[:2])), strict=True):
+        for item, (ids, values) in zip(
+            answer.json()["data"], sparse_rows(tfidf.encode_document(CORPUS[:2])), strict=True
+        ):
             assert item["indices"] == ids.tolist()
             np.testing.assert_allclose(item["values"], values, rtol=1e-6)
             assert item["tokens"] == tfidf.tokenizer.convert_ids_to_tokens(ids)
@@ -125,12 +138,23 @@ def test_fit_and_compare_from_the_shell(tmp_path: Path, capsys, monkeypatch) -> 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join([*CORPUS, "철수가 영희를 때렸다"]) + "\n", encoding="utf-8")
     model = tmp_path / "bow"
-    code, out, _ = run_cli(["models", "fit-classical", "bow", "-c", str(corpus), "-o", str(model)], capsys, monkeypatch)
+    code, out, _ = run_cli(
+        ["models", "fit-classical", "bow", "-c", str(corpus), "-o", str(model)], capsys, monkeypatch
+    )
     assert code == 0 and "bow: 9 texts" in out
     sts = tmp_path / "sts.tsv"
     rows = ["genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2"]
-    rows += [f"g\tf\t2020\t{i}\t{s}\t{a}\t{b}" for i, (s, a, b) in enumerate(
-        [(4.5, CORPUS[0], CORPUS[6]), (0.5, CORPUS[0], CORPUS[4]), (3.0, CORPUS[2], CORPUS[7]), (1.0, CORPUS[3], CORPUS[5])])]  # fmt: skip
+    rows += [
+        f"g\tf\t2020\t{i}\t{s}\t{a}\t{b}"
+        for i, (s, a, b) in enumerate(
+            [
+                (4.5, CORPUS[0], CORPUS[6]),
+                (0.5, CORPUS[0], CORPUS[4]),
+                (3.0, CORPUS[2], CORPUS[7]),
+                (1.0, CORPUS[3], CORPUS[5]),
+            ]
+        )
+    ]
     sts.write_text("\n".join(rows) + "\n", encoding="utf-8")
     code, out, err = run_cli(
         ["eval", "compare", "-m", str(model), "-m", "bm25", "--sts", str(sts), "--json"], capsys, monkeypatch
@@ -140,6 +164,9 @@ def test_fit_and_compare_from_the_shell(tmp_path: Path, capsys, monkeypatch) -> 
     assert set(found) == {str(model), "bm25"}
     particle = found[str(model)]["examples"]["particle change"]
     assert particle["farther"] == pytest.approx(1.0)  # content morphemes alone cannot see who did what
-    code, out, err = run_cli(["models", "fit-classical", "tfidf", "-c", str(tmp_path / "none.txt"), "-o", str(model)],
-                             capsys, monkeypatch)  # fmt: skip
+    code, out, err = run_cli(
+        ["models", "fit-classical", "tfidf", "-c", str(tmp_path / "none.txt"), "-o", str(model)],
+        capsys,
+        monkeypatch,
+    )
     assert code != 0 and err.strip().startswith("error:") and "Traceback" not in err

@@ -141,10 +141,8 @@ class TermEncoder(ClassicalEncoder):
             raise ValueError("the fitting corpus leaves no term (is it empty, or min_df too high?)")
         n = len(documents)
         counts = np.array([df[t] for t in kept], dtype=np.float64)
-        if options.smooth_idf:
-            idf = np.log((1.0 + n) / (1.0 + counts)) + 1.0
-        else:
-            idf = np.log(n / counts) + 1.0
+        smoothed = np.log((1.0 + n) / (1.0 + counts)) if options.smooth_idf else np.log(n / counts)
+        idf = smoothed + 1.0
         provenance = {"documents": n, "tokens": int(sum(total.values())), **(fitted_on or {})}
         return cls(kind, tokenizer, kept, idf if kind == "tfidf" else None, options, fitted_on=provenance)
 
@@ -202,7 +200,11 @@ class TermEncoder(ClassicalEncoder):
         if max_active_dims is not None and max_active_dims < 1:
             raise ValueError(f"max_active_dims must be at least 1, not {max_active_dims}")
         tokens = self.tokenize(
-            texts, prompt_name=prompt_name, prompt=prompt, truncate=truncate, show_progress_bar=show_progress_bar
+            texts,
+            prompt_name=prompt_name,
+            prompt=prompt,
+            truncate=truncate,
+            show_progress_bar=show_progress_bar,
         )
         matrix = self.transform_tokens(tokens)
         if max_active_dims is not None:

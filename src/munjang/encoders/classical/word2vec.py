@@ -175,7 +175,11 @@ class Word2VecEncoder(ClassicalEncoder):
         """Train on documents already tokenized."""
         options = options or Word2VecOptions()
         words, vectors, counts = train_word2vec(documents, options, show_progress_bar)
-        provenance = {"documents": len(documents), "tokens": int(sum(map(len, documents))), **(fitted_on or {})}
+        provenance = {
+            "documents": len(documents),
+            "tokens": int(sum(map(len, documents))),
+            **(fitted_on or {}),
+        }
         encoder = cls(tokenizer, words, vectors, counts, options, None, fitted_on=provenance)
         if options.pooling == "sif":
             pooled = encoder.pool(documents[:SIF_COMPONENT_SENTENCES])
@@ -220,7 +224,11 @@ class Word2VecEncoder(ClassicalEncoder):
         `convert_to_tensor`; `truncate_dim` keeps the first dimensions."""
         texts, single = as_texts(sentences)
         tokens = self.tokenize(
-            texts, prompt_name=prompt_name, prompt=prompt, truncate=truncate, show_progress_bar=show_progress_bar
+            texts,
+            prompt_name=prompt_name,
+            prompt=prompt,
+            truncate=truncate,
+            show_progress_bar=show_progress_bar,
         )
         out = self.pool(tokens)
         if self.component is not None:
