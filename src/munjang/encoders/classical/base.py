@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +81,12 @@ class ClassicalEncoder(ABC):
         progress = len(prepared) >= 10_000 if show_progress_bar is None else show_progress_bar
         return self.analyzer.tokenize_many(prepared, show_progress_bar=progress)
 
+    # One vector per text: `encode(sentences, **options)`, with the options of the kind.
+    encode: Callable[..., Any]
+
     @abstractmethod
-    def encode(self, sentences: Sequence[str] | str, **options: Any) -> Any:
-        """One vector per text."""
+    def describe(self) -> dict[str, Any]:
+        """The kind, vocabulary, tokenizer, options and what the model was fitted on."""
 
     def encode_query(self, sentences: Sequence[str] | str, **options: Any) -> Any:
         """`encode` for the query side of a search (the "query" prompt, if the model has one), unit

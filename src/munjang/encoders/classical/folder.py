@@ -16,7 +16,7 @@ import hashlib
 import io
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,13 +55,17 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def _writer(data: bytes) -> Callable[[Path], object]:
+    return lambda path: path.write_bytes(data)
+
+
 def write_folder(folder: Path, saved: Saved) -> None:
     """Write `saved` into `folder` (created); each file appears whole, the header last."""
     folder.mkdir(parents=True, exist_ok=True)
     payloads = {VOCABULARY: json.dumps(saved.vocabulary, ensure_ascii=False).encode("utf-8")}
     payloads.update({f"{name}.npy": _npy_bytes(array) for name, array in saved.arrays.items()})
     for name, data in payloads.items():
-        atomic_write(folder / name, lambda path, data=data: path.write_bytes(data))
+        atomic_write(folder / name, _writer(data))
     EncoderSettings().write(folder, {"model_type": CLASSICAL_MODEL_TYPE})
     header = {
         "format": FORMAT,

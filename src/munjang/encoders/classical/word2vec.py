@@ -95,7 +95,7 @@ def train_word2vec(
     from gensim.models.callbacks import CallbackAny2Vec
     from tqdm.auto import tqdm
 
-    class Progress(CallbackAny2Vec):  # type: ignore[misc]
+    class Progress(CallbackAny2Vec):
         def on_epoch_end(self, model: Any) -> None:
             bar.update(1)
 
@@ -271,7 +271,7 @@ class Word2VecEncoder(ClassicalEncoder):
         }
 
     def saved(self) -> Saved:
-        arrays = {"vectors": self.vectors, "counts": self.counts}
+        arrays: dict[str, np.ndarray] = {"vectors": self.vectors, "counts": self.counts}
         if self.component is not None:
             arrays["component"] = self.component
         config = {
