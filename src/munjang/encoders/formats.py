@@ -184,7 +184,8 @@ def read_encoder_folder(folder: Path, load_kwargs: dict[str, Any]) -> tuple[list
     if is_classical_folder(folder):
         raise ModelLoadError(
             f"{folder} holds a classical encoder (one-hot, bag of words, TF-IDF or word2vec); "
-            "load it with munjang.load_embedder"
+            "load it with munjang.load_embedder (collections and munjang eval take it by its folder; "
+            "a server serves a term model with --sparse-model)"
         )
     if (folder / "modules.json").exists():
         modules = read_modules(folder, **load_kwargs)

@@ -118,6 +118,12 @@ def test_a_collection_refuses_word2vec_as_its_sparse_retriever(tmp_path: Path) -
         Collection.create(str(tmp_path / "col"), model=str(w2v), retrievers={"sparse": str(w2v)})
 
 
+def test_a_collection_refuses_term_vectors_as_its_dense_model(tmp_path: Path, tfidf_folder) -> None:
+    with pytest.raises(ValueError, match="sparse term vectors.*sparse retriever"):
+        Collection.create(str(tmp_path / "col"), model=str(tfidf_folder))
+    assert not (tmp_path / "col" / "collection.db").exists()
+
+
 def test_the_server_serves_term_vectors(encoder, tfidf) -> None:
     settings = ServerSettings(models={"mini": encoder}, sparse_models={"tfidf": tfidf})
     with TestClient(create_app(settings), base_url=LOCAL) as client:
