@@ -2,7 +2,7 @@
 mean, CBOW SIF, skip-gram SIF) and Sentence-BERT (multilingual-e5-small) in one table: KorSTS test
 Spearman (cosine; BM25: the mean of both directions' scores), R@1 and nDCG@10 on the shared Korean
 retrieval sets (bench/retrieval_sets.py: autorag, chatbot, parakqc, question-pair, korsts), encode
-speed (sentences/s over the 2,7k distinct KorSTS test sentences), the peak memory of each row (RSS
+speed (sentences/s over the 2,758 distinct KorSTS test sentences), the peak memory of each row (RSS
 rise, sampled) and the three worked examples of munjang.evaluation.representations.
 
     flock /tmp/munjang-bench.lock python bench/classical.py      # writes bench/results/classical.json
