@@ -30,7 +30,7 @@ LAYERS = [
     # the encoders: their torch-free parts below inference, the kinds above it, cross-encoders above
     # the evaluators and exact search they use
     "encoders.settings", "encoders.static", "encoders.formats", "inference", "encoders", "losses", "data",
-    "search.index", "evaluation", "encoders.cross",
+    "search.index", "encoders.classical", "encoders.embedder", "evaluation", "encoders.cross",
     # search: the storage contract, the in-process followers of a store, the backends, Collection
     "search.backends.base", "search.backends.filters", "search.backends.disk_faults", "search.followers",
     "search.backends", "search.collection", "search",

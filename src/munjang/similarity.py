@@ -1,6 +1,7 @@
 """Similarity between embeddings: cosine, dot, euclidean, manhattan.
 
-Every function takes numpy arrays or torch tensors and returns the same kind it was given.
+Every function takes numpy arrays or torch tensors and returns the same kind it was given;
+`similarity` and `pairwise_similarity` also take scipy sparse rows (term vectors) and return numpy.
 Distances are returned negated (-||a-b||), so that for every function larger means more similar,
 as in sentence-transformers.
 
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 ArrayT = TypeVar("ArrayT", np.ndarray, torch.Tensor)
@@ -145,11 +147,58 @@ def _lookup(table: dict[str, Callable[[Any, Any], Any]], name: str) -> Callable[
     return table[name]
 
 
+def _sparse_rows(x: Any) -> sp.csr_matrix:
+    rows = sp.csr_matrix(x, dtype=np.float64)
+    return rows if rows.shape[0] else sp.csr_matrix((0, rows.shape[1]))
+
+
+def _sparse_unit(x: sp.csr_matrix) -> sp.csr_matrix:
+    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    return sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ x)
+
+
+def _sparse_inputs(a: Any, b: Any) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    left, right = _sparse_rows(a), _sparse_rows(b)
+    if left.shape[1] != right.shape[1]:
+        raise ValueError(f"embedding sizes differ: {left.shape[1]} vs {right.shape[1]}")
+    return left, right
+
+
+def _sparse_similarity(a: Any, b: Any, fn: str) -> np.ndarray:
+    """The similarity matrix of sparse rows (cosine, dot, negated euclidean / manhattan)."""
+    left, right = _sparse_inputs(a, b)
+    if fn in ("cosine", "dot"):
+        if fn == "cosine":
+            left, right = _sparse_unit(left), _sparse_unit(right)
+        return np.asarray((left @ right.T).toarray())
+    from sklearn.metrics.pairwise import euclidean_distances, manhattan_distances
+
+    distances = euclidean_distances if fn == "euclidean" else manhattan_distances
+    return np.asarray(-distances(left, right))
+
+
+def _sparse_pairwise(a: Any, b: Any, fn: str) -> np.ndarray:
+    """Row-by-row similarity of sparse rows."""
+    left, right = _sparse_inputs(a, b)
+    if left.shape[0] != right.shape[0]:
+        raise ValueError(f"pairwise similarity needs equally many rows: {left.shape[0]} vs {right.shape[0]}")
+    if fn == "cosine":
+        left, right = _sparse_unit(left), _sparse_unit(right)
+    if fn in ("cosine", "dot"):
+        return np.asarray(left.multiply(right).sum(1)).ravel()
+    difference = left - right
+    if fn == "euclidean":
+        return -np.sqrt(np.asarray(difference.multiply(difference).sum(1)).ravel())
+    return -np.asarray(abs(difference).sum(1)).ravel()
+
+
 def similarity(a: Any, b: Any, fn: str = "cosine") -> Any:
     """Similarity matrix with the named function."""
-    return _lookup(MATRIX_FUNCTIONS, fn)(a, b)
+    function = _lookup(MATRIX_FUNCTIONS, fn)
+    return _sparse_similarity(a, b, fn) if sp.issparse(a) or sp.issparse(b) else function(a, b)
 
 
 def pairwise_similarity(a: Any, b: Any, fn: str = "cosine") -> Any:
     """Row-by-row similarity with the named function."""
-    return _lookup(PAIRWISE_FUNCTIONS, fn)(a, b)
+    function = _lookup(PAIRWISE_FUNCTIONS, fn)
+    return _sparse_pairwise(a, b, fn) if sp.issparse(a) or sp.issparse(b) else function(a, b)

@@ -33,6 +33,7 @@ EXTRAS = {
     "PIL": ("images (CLIP models, image collections)", "images"),
     "mteb": ("running MTEB tasks", "mteb"),
     "mecab": ("the MeCab tokenizer (auto-mecab, mecab)", "mecab"),
+    "gensim": ("fitting word2vec", "word2vec"),
 }
 
 

@@ -211,3 +211,58 @@ def eval_retrieval(
         typer.echo(f"  {name:<24}{value:.4f}")
     if (spent := usage_line(encoder)) is not None:
         typer.echo(spent)
+
+
+@app.command("compare")
+def eval_compare(
+    model: Annotated[
+        list[str], typer.Option("--model", "-m", help="A model folder or name, or bm25 (repeatable).")
+    ],
+    sts: Annotated[
+        Path | None, typer.Option(help="An STS file (KorSTS .tsv, ...) for the Spearman column.")
+    ] = None,
+    retrieval: Annotated[
+        list[Path] | None, typer.Option(help="A BEIR folder (repeatable): R@1 and nDCG@10 columns.")
+    ] = None,
+    split: Annotated[str, typer.Option(help="The qrels split of the BEIR folders.")] = "test",
+    tokenizer: Annotated[
+        str, typer.Option(help="BM25's tokenizer (auto: Kiwi morphemes for Korean).")
+    ] = "auto",
+    batch_size: BatchOption = 32,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Representations side by side: one-hot, bag of words, TF-IDF, BM25, word2vec, Sentence-BERT.
+
+    One row each: STS Spearman, R@1 / nDCG@10 per retrieval set, encode speed (sentences/s over the
+    STS sentences), peak memory, and worked examples (a paraphrase with no shared words, a reordered
+    sentence with the opposite meaning, a particle change) showing which ranks the closer sentence
+    first. Fit classical models with `munjang models fit-classical`."""
+    from ..data import load_beir, read_sts
+    from ..evaluation.representations import (
+        BM25Representation,
+        EncoderRepresentation,
+        Representation,
+        example_lines,
+        measure,
+        table,
+    )
+
+    pairs = read_sts(sts, "auto") if sts is not None else None
+    sets = {path.name: load_beir(path, split) for path in retrieval or []}
+    rows = []
+    for name in model:
+        representation: Representation = (
+            BM25Representation(tokenizer)
+            if name == "bm25"
+            else EncoderRepresentation(name, load(name, device), batch_size)
+        )
+        rows.append(measure(representation, pairs, sets))
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in rows], ensure_ascii=False, indent=2))
+        return
+    for line in table(rows, list(sets)):
+        typer.echo(line)
+    typer.echo("")
+    for line in example_lines(rows):
+        typer.echo(line)

@@ -199,10 +199,10 @@ def serve(
         name: load_cross_encoder(str(path), device=device)
         for name, path in (_named_models(reranker) if reranker else [])
     }
-    from ..encoders.sparse.encoder import load_sparse_encoder
+    from ..encoders.embedder import load_sparse_embedder
 
     sparse_models = {
-        name: load_sparse_encoder(str(path), device=device)
+        name: load_sparse_embedder(str(path), device=device)
         for name, path in (_named_models(sparse_model) if sparse_model else [])
     }
     from ..encoders.multi_vector import load_multi_vector_encoder

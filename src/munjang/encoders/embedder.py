@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -47,14 +48,40 @@ LOCAL_DEFAULTS: dict[str, tuple[Any, ...]] = {
 }
 
 
+def load_sparse_embedder(name_or_path: str | os.PathLike[str], *, device: str | None = None) -> Any:
+    """A sparse encoder for a collection's sparse retriever or the server's sparse route: a classical
+    term encoder (one-hot, bag of words, TF-IDF) for its folder, else `load_sparse_encoder` (SPLADE)."""
+    from .formats import is_classical_folder
+
+    if Path(name_or_path).is_dir() and is_classical_folder(Path(name_or_path)):
+        from .classical.loading import load_classical_encoder
+
+        encoder = load_classical_encoder(name_or_path)
+        if encoder.kind == "word2vec":
+            raise ValueError(
+                f"{name_or_path} holds a dense word2vec encoder; a sparse retriever needs term vectors"
+            )
+        return encoder
+    from .sparse.encoder import load_sparse_encoder
+
+    return load_sparse_encoder(name_or_path, device=device)
+
+
 def load_embedder(
     name_or_path: str | os.PathLike[str] | None = None, *, device: str | None = None, **options: Any
 ) -> Embedder:
     """A RemoteEncoder for a remote name (`openai:`, `tei:`, `remote:`; see `munjang.encoders.remote.names`),
-    else `load_encoder(name_or_path, device=device, **options)`. Local-only options (backend,
-    precision, threads) are refused for a remote model unless left at their defaults."""
+    a classical encoder for a folder `munjang models fit-classical` wrote (one-hot, bag of words and
+    TF-IDF give scipy CSR rows; word2vec numpy), else `load_encoder(name_or_path, device=device,
+    **options)`. Local-only options (backend, precision, threads) are refused for a remote model
+    unless left at their defaults."""
+    from .formats import is_classical_folder
     from .remote import is_remote_name
 
+    if name_or_path is not None and Path(name_or_path).is_dir() and is_classical_folder(Path(name_or_path)):
+        from .classical.loading import load_classical_encoder
+
+        return load_classical_encoder(name_or_path)
     if is_remote_name(name_or_path):
         from .remote import RemoteEncoder
 

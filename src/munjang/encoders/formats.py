@@ -60,6 +60,8 @@ MODULE_CLASSES: dict[str, type[Module]] = {
 # The modules that read text themselves: saved at the model root, as sentence-transformers saves them.
 _ROOT_MODULES = (Transformer, StaticEmbedding, CLIPModel, SparseStaticEmbedding, Router)
 # Old sentence-transformers names for the transformer module.
+# How a classical encoder's folder marks itself in config_sentence_transformers.json.
+CLASSICAL_MODEL_TYPE = "ClassicalEncoder"
 _TRANSFORMER_ALIASES = {"BERT", "RoBERTa", "XLMRoBERTa", "DistilBERT", "ALBERT", "XLNet", "T5", "CamemBERT"}
 
 
@@ -80,6 +82,13 @@ def is_sparse_encoder_folder(folder: Path) -> bool:
     """Whether a model folder holds a sparse (SPLADE) encoder, as sentence-transformers marks one."""
     settings = folder / "config_sentence_transformers.json"
     return settings.exists() and read_json(settings).get("model_type") == "SparseEncoder"
+
+
+def is_classical_folder(folder: Path) -> bool:
+    """Whether a model folder holds a classical encoder (one-hot, bag of words, TF-IDF, word2vec),
+    fitted by munjang and marked `model_type: "ClassicalEncoder"`."""
+    settings = folder / "config_sentence_transformers.json"
+    return settings.exists() and read_json(settings).get("model_type") == CLASSICAL_MODEL_TYPE
 
 
 def module_class(type_name: str) -> type[Module]:
@@ -171,6 +180,12 @@ def read_encoder_folder(folder: Path, load_kwargs: dict[str, Any]) -> tuple[list
     if is_sparse_encoder_folder(folder):
         raise ModelLoadError(
             f"{folder} holds a sparse (SPLADE) encoder; load it with munjang.load_sparse_encoder"
+        )
+    if is_classical_folder(folder):
+        raise ModelLoadError(
+            f"{folder} holds a classical encoder (one-hot, bag of words, TF-IDF or word2vec); "
+            "load it with munjang.load_embedder (collections and munjang eval take it by its folder; "
+            "a server serves a term model with --sparse-model)"
         )
     if (folder / "modules.json").exists():
         modules = read_modules(folder, **load_kwargs)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..similarity import PAIRWISE_FUNCTIONS, SIMILARITY_NAMES
 
@@ -47,14 +48,19 @@ def encode_texts(
     prompt: str | None = None,
     show_progress_bar: bool | None = None,
 ) -> np.ndarray:
-    """Embeddings of `texts` as a float64 (len(texts), dim) array, encoding each distinct text once.
+    """Embeddings of `texts` as a float64 (len(texts), dim) array (scipy CSR for an encoder of sparse
+    rows), encoding each distinct text once.
 
     `prompt_name` and `prompt` are passed to `encoder.encode` only when set, so encoders without
     prompt support work too. Shared by the evaluators.
     """
     unique = list(dict.fromkeys(texts))
     options = _encode_options(batch_size, prompt_name, prompt, show_progress_bar)
-    vectors = np.asarray(encoder.encode(unique, **options), dtype=np.float64)
+    encoded = encoder.encode(unique, **options)
+    # Term vectors (one-hot, bag of words, TF-IDF) stay scipy sparse rows: vocabulary-wide, mostly zero.
+    vectors = (
+        sp.csr_matrix(encoded, dtype=np.float64) if sp.issparse(encoded) else np.asarray(encoded, np.float64)
+    )
     if vectors.ndim != 2 or vectors.shape[0] != len(unique):
         raise ValueError(
             f"encoder returned shape {vectors.shape} for {len(unique)} sentences, "
@@ -147,7 +153,8 @@ class Evaluator(ABC):
         """Embeddings of each of `columns`, (len(column), dim) each, from one `encode` over all of them,
         so a text found in several columns (or twice in one) is encoded once."""
         vectors = self.encode(encoder, [text for column in columns for text in column])
-        return np.split(vectors, np.cumsum([len(column) for column in columns[:-1]]))
+        ends = np.cumsum([len(column) for column in columns])
+        return [vectors[end - len(column) : end] for end, column in zip(ends, columns, strict=True)]
 
     def get_config_dict(self) -> dict[str, Any]:
         """The settings that change the numbers (for model cards and result logs); unset ones are left out."""

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..encoders.classical.terms import TermEncoder
 from ..encoders.cross import CrossEncoder
 from ..encoders.dense.encoder import SentenceEncoder
 from ..encoders.m3.views import M3MultiVectorView, M3SparseView
@@ -52,7 +53,7 @@ class ServerSettings:
 
     models: dict[str, SentenceEncoder] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
-    sparse_models: dict[str, SparseEncoder | M3SparseView] = field(default_factory=dict)
+    sparse_models: dict[str, SparseEncoder | M3SparseView | TermEncoder] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
     collections_dir: Path | None = None
     collections_db: str | None = None

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from ..encoders.classical.terms import TermEncoder
 from ..encoders.m3.views import M3SparseView
 from ..encoders.sparse.encoder import SparseEncoder, sparse_rows
 from .errors import APIError
@@ -37,7 +38,7 @@ class SparseEmbeddingRequest(BaseModel):
 
 
 def sparse_data(
-    model: SparseEncoder | M3SparseView, texts: list[str], request: SparseEmbeddingRequest
+    model: SparseEncoder | M3SparseView | TermEncoder, texts: list[str], request: SparseEmbeddingRequest
 ) -> list[dict[str, Any]]:
     """Each text's non-zero entries; off the event loop (the model runs here)."""
     encode = {"query": model.encode_query, "document": model.encode_document}.get(

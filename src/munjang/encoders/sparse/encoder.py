@@ -313,8 +313,21 @@ def select_max_active_dims(vectors: torch.Tensor, keep: int) -> torch.Tensor:
     return out.scatter_(-1, top, vectors.gather(-1, top))
 
 
-def sparse_rows(embeddings: torch.Tensor) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(token ids int64, weights float32) of each row's non-zero entries, ids ascending."""
+def sparse_rows(embeddings: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(token ids int64, weights float32) of each row's non-zero entries, ids ascending; the rows of
+    a torch sparse tensor or of a scipy sparse matrix (a classical term encoder's)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(embeddings):
+        csr = sp.csr_matrix(embeddings)
+        csr.sort_indices()
+        return [
+            (
+                csr.indices[csr.indptr[r] : csr.indptr[r + 1]].astype(np.int64),
+                csr.data[csr.indptr[r] : csr.indptr[r + 1]].astype(np.float32),
+            )
+            for r in range(csr.shape[0])
+        ]
     matrix = _as_sparse_2d(embeddings)
     indices = matrix.indices().numpy()
     values = matrix.values().float().numpy()

@@ -169,6 +169,13 @@ class Collection:
             encoder = load_embedder(None if model is None else str(model), device=device)
         elif model is None and remote_name(encoder) is not None:
             model = remote_name(encoder)  # reopening finds the same remote model (its key is never stored)
+        from ...encoders.classical.terms import TermEncoder
+
+        if isinstance(encoder, TermEncoder):
+            raise ValueError(
+                f"{model} gives sparse term vectors, not a dense model's; make it the collection's sparse "
+                "retriever (retrievers={'sparse': ...}, --sparse-model)"
+            )
         query_prompt_name, document_prompt_name = prompt_names(
             encoder, query_prompt_name, document_prompt_name
         )

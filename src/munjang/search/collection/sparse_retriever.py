@@ -42,9 +42,9 @@ def sparse_setup(
             f"a sparse retriever needs a backend that keeps sparse vectors; {backend.kind} keeps none"
         )
     if encoder is None:
-        from ...encoders.sparse.encoder import load_sparse_encoder
+        from ...encoders.embedder import load_sparse_embedder
 
-        encoder = load_sparse_encoder(str(sparse_model), device=device)
+        encoder = load_sparse_embedder(str(sparse_model), device=device)
     return encoder, {"model": model_key(sparse_model), "dim": int(encoder.get_embedding_dimension())}
 
 
@@ -66,9 +66,9 @@ class SparseRetriever:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ...encoders.sparse.encoder import load_sparse_encoder
+            from ...encoders.embedder import load_sparse_embedder
 
-            self._encoder = load_sparse_encoder(self.model, device=self._device)
+            self._encoder = load_sparse_embedder(self.model, device=self._device)
             dim = int(self._encoder.get_embedding_dimension())
             if dim != self.dim:
                 raise CollectionError(

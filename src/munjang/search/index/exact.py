@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 
 if TYPE_CHECKING:
     import torch
@@ -131,6 +132,30 @@ def _merge(best: tuple[Any, Any] | None, new: tuple[Any, Any], k: int, lib: Any)
     return torch.gather(values_t, 1, order_t), torch.gather(columns_t, 1, order_t)
 
 
+def _top_k_sparse(
+    queries: Any, corpus: Any, top_k: int, score_function: str, query_chunk_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`top_k_exact` for scipy sparse rows (term vectors): cosine or dot, a chunk of queries at a time
+    scored against the whole corpus as one sparse product."""
+    from ...similarity import similarity
+
+    if score_function not in ("cosine", "dot"):
+        raise ValueError(f"sparse vectors are ranked by cosine or dot, not {score_function!r}")
+    queries, corpus = sp.csr_matrix(queries), sp.csr_matrix(corpus)
+    if queries.shape[1] != corpus.shape[1]:
+        raise ValueError(f"embedding sizes differ: queries {queries.shape[1]}, corpus {corpus.shape[1]}")
+    k = min(top_k, corpus.shape[0])
+    rows = np.zeros((queries.shape[0], k), dtype=np.int64)
+    scores = np.zeros((queries.shape[0], k), dtype=np.float32)
+    if k == 0:
+        return rows, scores
+    for start in range(0, queries.shape[0], query_chunk_size):
+        chunk = np.asarray(similarity(queries[start : start + query_chunk_size], corpus, score_function))
+        values, columns = _numpy_chunk_top_k(chunk.astype(np.float32, copy=False), k)
+        scores[start : start + len(chunk)], rows[start : start + len(chunk)] = values, columns
+    return rows, scores
+
+
 def top_k_exact(
     query_embeddings: Any,
     corpus_embeddings: Any,
@@ -149,6 +174,8 @@ def top_k_exact(
     for name, size in (("corpus_chunk_size", corpus_chunk_size), ("query_chunk_size", query_chunk_size)):
         if size < 1:
             raise ValueError(f"{name} must be at least 1, not {size}")
+    if sp.issparse(query_embeddings) or sp.issparse(corpus_embeddings):
+        return _top_k_sparse(query_embeddings, corpus_embeddings, top_k, score_function, query_chunk_size)
     plain = (_plain_rows(query_embeddings), _plain_rows(corpus_embeddings))
     if plain[0] is not None and plain[1] is not None and score_function in ("cosine", "dot"):
         queries: Any = plain[0]
