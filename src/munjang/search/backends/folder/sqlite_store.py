@@ -250,6 +250,23 @@ class DocumentStore:
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()],
             )
 
+    def meta_value(self, key: str) -> Any:
+        """One config value (None when unset), read alone: cheap enough for every search."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put_analysis(self, rows: Sequence[tuple[int, str]], meta: dict[str, Any]) -> None:
+        """Set the lexical tokens (JSON) of these passages and these config values in one
+        transaction: a new analysis of the same passages switches in whole (`Collection.set_analysis`)."""
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE documents SET tokens = ? WHERE label = ?", [(t, int(x)) for x, t in rows]
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()],
+            )
+
     # -- transactions ------------------------------------------------------------------------------
     def transaction(self) -> Transaction:
         return Transaction(self.conn, self.path.parent)

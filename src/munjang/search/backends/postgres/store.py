@@ -193,6 +193,20 @@ class PostgresStore:
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()],
             )
 
+    def meta_value(self, key: str) -> Any:
+        """One config value (None when unset), read alone: cheap enough for every search."""
+        row = self.conn.execute(f"SELECT value FROM {self.t('meta')} WHERE key = %s", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put_analysis(self, rows: Sequence[tuple[int, str]], meta: dict[str, Any]) -> None:
+        """Config values only: passages analysed again are not taken yet (the BM25 postings derived from the tokens would need rebuilding with them)."""
+        if rows:
+            raise CollectionError(
+                "analysing stored passages again is built for folder collections only so far; set the "
+                "dictionary, compounds and index-time synonyms before adding documents to a PostgreSQL one"
+            )
+        self.set_meta(meta)
+
     # -- transactions and locks ------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[Any]:
