@@ -54,9 +54,9 @@ from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
+from .reanalysis import reanalysed_tokens
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
-from .reanalysis import reanalysed_tokens
 from .search import MAX_QUERY_CHARS, Searcher
 from .sections import Section, outline_of
 
