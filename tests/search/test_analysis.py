@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from munjang.errors import DataFormatError
+from munjang.search import CollectionError
 from munjang.search.collection.collection import Collection
 from munjang.search.index.analysis import AnalysisError, AnalysisSettings, Analyzer
 from munjang.search.index.synonyms import SynonymRule, parse_synonyms
 from munjang.search.index.tokenizers import get_tokenizer
 from munjang.search.index.user_dictionary import UserWord, parse_user_dictionary
 from tests.helpers.cli import run_cli
+from tests.helpers.collection_backends import fresh_database, qdrant_url
 
 TEXTS = [
     "카카오뱅크에서 주택담보대출 금리를 내렸다",
@@ -111,12 +113,22 @@ def test_settings_round_trip_through_the_config() -> None:
     assert AnalysisSettings.from_config(json.loads(json.dumps(settings.to_config()))) == settings
 
 
+def place(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str | Path, str | None]:
+    if kind == "postgres":
+        return "c", fresh_database(request.getfixturevalue("postgres_url"))
+    if kind == "qdrant":
+        return "c", qdrant_url(tmp_path)
+    return tmp_path / "c", None
+
+
+@pytest.mark.parametrize("kind", ["folder", "postgres"])
 def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
-    encoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer = Collection.create(tmp_path / "c", encoder=encoder)
+    where, backend = place(kind, tmp_path, request)
+    writer = Collection.create(where, backend=backend, encoder=encoder)
     writer.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
-    reader = Collection.open(tmp_path / "c", encoder=encoder, readonly=True)
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True)
     before = [h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)]
     assert set(before) == {"d0", "d1"}  # today: the fragments 카카오 and 뱅크 match another page too
 
@@ -134,12 +146,36 @@ def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
         writer.set_analysis(writer.analysis.replace(synonyms=(SynonymRule(("카뱅",), ("카카오뱅크",)),))) == 0
     )
     assert [h.id for h in reader.search("카뱅", mode="lexical", k=5)] == ["d0"]
+    found = {q: [(h.id, round(h.score, 4)) for h in reader.search(q, mode="lexical", k=5)] for q in QUERIES}
     reader.close()
     writer.close()
-    reopened = Collection.open(tmp_path / "c", encoder=encoder)
+    reopened = Collection.open(where, backend=backend, encoder=encoder)
     assert [h.id for h in reopened.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
     assert reopened.check() == []
     reopened.close()
+    RESULTS[kind] = found
+    if len(RESULTS) == 2:  # the same answers on both backends
+        assert RESULTS["folder"] == RESULTS["postgres"]
+
+
+QUERIES = ["카카오뱅크", "카뱅 금리", "주택담보대출", "국회 통과", "BERT 모델"]
+RESULTS: dict[str, dict[str, list[tuple[str, float]]]] = {}
+
+
+def test_qdrant_takes_query_side_edits_and_refuses_a_reanalysis_it_cannot_do(
+    encoder, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    where, backend = place("qdrant", tmp_path, request)
+    col = Collection.create(where, backend=backend, encoder=encoder)
+    col.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),)))  # empty: no passage to analyse
+    col.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
+    assert [h.id for h in col.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
+    col.set_analysis(col.analysis.replace(synonyms=(SynonymRule(("카뱅",), ("카카오뱅크",)),)))
+    assert [h.id for h in col.search("카뱅", mode="lexical", k=5)] == ["d0"]
+    with pytest.raises(CollectionError, match="folder collections only"):
+        col.set_analysis(AnalysisSettings())
+    assert col.analysis.user_words == (UserWord("카카오뱅크"),)  # nothing changed
+    col.close()
 
 
 def test_the_cli_analyzes_and_edits_and_a_bad_file_changes_nothing(

@@ -84,7 +84,8 @@ def tune(
         settings = col.analysis
     typer.echo(
         f"user words {len(settings.user_words)}, synonym rules {len(settings.synonyms)} "
-        f"(at {settings.synonyms_at}), compounds {settings.compounds or 'default'}, typos {settings.typos or 'off'}"
+        f"(at {settings.synonyms_at}), compounds {settings.compounds or 'default'}, "
+        f"typos {settings.typos or 'off'}"
     )
 
 

@@ -662,10 +662,11 @@ class Collection:
             if old.document_part() != settings.document_part() and self.store.count():
                 progress = self.store.count() > 1000 if show_progress_bar is None else show_progress_bar
                 rows = reanalysed_tokens(self.store, self.encoding, self.chunking, analyzer, progress)
-            meta = {"analysis": settings.to_config(), "analysis_generation": self.searcher.generation + 1}
+            generation = self.searcher.generation + 1
+            meta = {"analysis": settings.to_config(), "analysis_generation": generation}
             self.store.put_analysis(rows, meta)
             self.config.update(meta)
-            self.searcher.generation = meta["analysis_generation"]
+            self.searcher.generation = generation
             self.lexical.save_files(self.store)
         return len(rows)
 

@@ -42,7 +42,14 @@ from . import sparse as sparse
 from .connect import connect, redact
 from .counts import counted_rows, has_counts, read_counts
 from .graph_merge import GraphMerger
-from .lexical import create_postings, has_postings, index_passages, postings_problems, unindex_documents
+from .lexical import (
+    create_postings,
+    has_postings,
+    index_passages,
+    postings_problems,
+    reindex_postings,
+    unindex_documents,
+)
 from .schema import create_tables, upgrade
 from .segments import (
     INDEX_PREFIX,
@@ -199,13 +206,23 @@ class PostgresStore:
         return None if row is None else json.loads(row[0])
 
     def put_analysis(self, rows: Sequence[tuple[int, str]], meta: dict[str, Any]) -> None:
-        """Config values only: passages analysed again are not taken yet (the BM25 postings derived from the tokens would need rebuilding with them)."""
-        if rows:
-            raise CollectionError(
-                "analysing stored passages again is built for folder collections only so far; set the "
-                "dictionary, compounds and index-time synonyms before adding documents to a PostgreSQL one"
+        """Set the lexical tokens (JSON) of these passages, rebuild the BM25 postings from them and
+        set these config values, in one transaction: readers search the old postings until it
+        commits, then the new (`Collection.set_analysis`)."""
+        with self.transaction():
+            cursor = self.conn.cursor()
+            if rows:
+                cursor.executemany(
+                    f"UPDATE {self.t('documents')} SET tokens = %s::jsonb WHERE label = %s",
+                    [(t, int(x)) for x, t in rows],
+                )
+                if self.has_postings():
+                    reindex_postings(self)
+            cursor.executemany(
+                f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()],
             )
-        self.set_meta(meta)
 
     # -- transactions and locks ------------------------------------------------------------------
     @contextmanager

@@ -129,7 +129,8 @@ class QdrantRecords(DocumentStore):
         self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
 
     def put_analysis(self, rows: Sequence[tuple[int, str]], meta: dict[str, Any]) -> None:
-        """Config values only: passages analysed again are not taken yet (the points' BM25 vectors and payloads would need pushing again with them)."""
+        """Config values only: passages analysed again are not taken yet (the points' BM25 vectors
+        and payloads would need pushing again with them)."""
         if rows:
             raise CollectionError(
                 "analysing stored passages again is built for folder collections only so far; set the "
