@@ -13,6 +13,7 @@ import pytest
 
 from munjang.errors import DataFormatError
 from munjang.search import CollectionError
+from munjang.search.collection import reanalysis
 from munjang.search.collection.collection import Collection
 from munjang.search.index.analysis import AnalysisError, AnalysisSettings, Analyzer
 from munjang.search.index.synonyms import SynonymRule, parse_synonyms
@@ -121,7 +122,7 @@ def place(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[st
     return tmp_path / "c", None
 
 
-@pytest.mark.parametrize("kind", ["folder", "postgres"])
+@pytest.mark.parametrize("kind", ["folder", pytest.param("postgres", marks=pytest.mark.slow)])
 def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
     kind: str, encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,10 +173,43 @@ def test_qdrant_takes_query_side_edits_and_refuses_a_reanalysis_it_cannot_do(
     assert [h.id for h in col.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
     col.set_analysis(col.analysis.replace(synonyms=(SynonymRule(("카뱅",), ("카카오뱅크",)),)))
     assert [h.id for h in col.search("카뱅", mode="lexical", k=5)] == ["d0"]
-    with pytest.raises(CollectionError, match="folder collections only"):
+    with pytest.raises(CollectionError, match="folder and PostgreSQL collections only"):
         col.set_analysis(AnalysisSettings())
     assert col.analysis.user_words == (UserWord("카카오뱅크"),)  # nothing changed
     col.close()
+
+
+@pytest.mark.parametrize("kind", ["folder", pytest.param("postgres", marks=pytest.mark.slow)])
+def test_an_interrupted_reanalysis_keeps_the_old_analysis_and_resumes(
+    kind: str, encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where, backend = place(kind, tmp_path, request)
+    writer = Collection.create(where, backend=backend, encoder=encoder)
+    writer.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True)
+    monkeypatch.setattr(reanalysis, "BATCH", 2)
+    stage = type(writer.store).stage_tokens
+    batches: list[int] = []
+
+    def interrupted_at_the_second_batch(self, rows, restart=False):  # type: ignore[no-untyped-def]
+        if rows:
+            batches.append(len(rows))
+            if len(batches) == 2:
+                raise KeyboardInterrupt
+        stage(self, rows, restart)
+
+    monkeypatch.setattr(type(writer.store), "stage_tokens", interrupted_at_the_second_batch)
+    settings = AnalysisSettings(user_words=(UserWord("카카오뱅크"),))
+    with pytest.raises(KeyboardInterrupt):
+        writer.set_analysis(settings)
+    assert {h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)} == {"d0", "d1"}  # still the old
+    assert writer.analysis == AnalysisSettings() and reader.analysis == AnalysisSettings()
+    monkeypatch.setattr(type(writer.store), "stage_tokens", stage)
+    assert writer.set_analysis(settings) == len(TEXTS) - 2  # the first batch was kept
+    assert [h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
+    assert writer.store.staged_through() == 0
+    reader.close()
+    writer.close()
 
 
 def test_the_cli_analyzes_and_edits_and_a_bad_file_changes_nothing(

@@ -54,7 +54,7 @@ from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
-from .reanalysis import reanalysed_tokens
+from .reanalysis import reanalyse
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import MAX_QUERY_CHARS, Searcher
@@ -650,25 +650,36 @@ class Collection:
         """Replace the analysis settings; returns how many stored passages were analysed again.
 
         A change to what decides a passage's tokens (user words, compounds, index-time synonyms)
-        analyses every stored passage again for BM25 (no vector is encoded), while searches go on
-        with the old analysis; the new tokens and settings are then written in one transaction, and
-        every reader switches to them at its next search. Query-side changes apply at once. Folder
-        collections only for the re-analysis so far (PostgreSQL and Qdrant take it while empty)."""
+        analyses every stored passage again for BM25 (no vector is encoded), a batch committed at a
+        time beside the stored tokens (a call with the same settings after an interruption resumes
+        after them), while searches go on with the old analysis; the switch to the new tokens and
+        settings is one transaction, and every reader takes them at its next search. Query-side
+        changes apply at once. Folder and PostgreSQL collections (a Qdrant one takes index-side
+        changes only while empty)."""
         analyzer = self.encoding.analyzer_for(settings)  # checked before anything is read
         with self._write_lock():
             self.searcher.follow_analysis()
             old = AnalysisSettings.from_config(self.config.get("analysis"))
-            rows: list[tuple[int, str]] = []
+            analysed, staged = 0, False
             if old.document_part() != settings.document_part() and self.store.count():
+                target = settings.to_config()
+                resume = self.store.meta_value("analysis_pending") == target
+                if not resume:
+                    self.store.set_meta({"analysis_pending": target})
                 progress = self.store.count() > 1000 if show_progress_bar is None else show_progress_bar
-                rows = reanalysed_tokens(self.store, self.encoding, self.chunking, analyzer, progress)
+                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress, resume)
+                staged = True
             generation = self.searcher.generation + 1
-            meta = {"analysis": settings.to_config(), "analysis_generation": generation}
-            self.store.put_analysis(rows, meta)
+            meta = {
+                "analysis": settings.to_config(),
+                "analysis_generation": generation,
+                "analysis_pending": None,
+            }
+            self.store.put_analysis(meta, staged)
             self.config.update(meta)
             self.searcher.generation = generation
             self.lexical.save_files(self.store)
-        return len(rows)
+        return analysed
 
     # -- encoding (the encoding's) ----------------------------------------------------------------------
     @property

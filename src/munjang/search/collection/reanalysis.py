@@ -2,9 +2,10 @@
 edit): their documents are planned into passages again, as `Collection.add` planned them, and each
 passage's lexical text is tokenized with the new analysis. No vector is encoded.
 
-The new tokens are collected while readers go on searching with the old ones; the caller then
-writes them and the new settings in one transaction (`Store.put_analysis`), so a reader sees the
-old analysis or the new, never a mix.
+The new tokens are staged beside the stored ones a batch at a time (`Store.stage_tokens`, each batch
+committed: an interrupted run resumes after what it staged), while readers go on searching with the
+old ones; the caller then switches to them and the new settings in one transaction
+(`Store.put_analysis`), so a reader sees the old analysis or the new, never a mix.
 """
 
 from __future__ import annotations
@@ -23,33 +24,42 @@ from .sections import outline_of
 BATCH = 256
 
 
-def reanalysed_tokens(
-    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, progress: bool
-) -> list[tuple[int, str]]:
-    """(label, tokens as JSON) of every stored passage, tokenized by `analyzer`'s document side."""
-    rows: list[tuple[int, str]] = []
+def reanalyse(
+    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, progress: bool, resume: bool
+) -> int:
+    """Stage the tokens `analyzer`'s document side makes of every stored passage (`Store.stage_tokens`),
+    a batch of documents per commit; with `resume`, after the passages staged by an earlier run that
+    was interrupted. Returns how many passages are staged."""
+    done = store.staged_through() if resume else 0
+    if not resume:
+        store.stage_tokens([], restart=True)
+    staged = 0
     bar = tqdm(total=store.count(), desc="analysing", unit="doc", disable=not progress)
     try:
         batch: list[str] = []
-        for doc_id in store.iter_ids():
-            batch.append(doc_id)
-            if len(batch) == BATCH:
-                rows += _batch(store, encoding, chunking, analyzer, batch)
+        for doc_id in [*store.iter_ids(), None]:
+            if doc_id is not None:
+                batch.append(doc_id)
+            if batch and (doc_id is None or len(batch) == BATCH):
+                rows = _batch(store, encoding, chunking, analyzer, batch, done)
+                store.stage_tokens(rows)
+                staged += len(rows)
                 bar.update(len(batch))
                 batch = []
-        if batch:
-            rows += _batch(store, encoding, chunking, analyzer, batch)
-            bar.update(len(batch))
     finally:
         bar.close()
-    return rows
+    return staged
 
 
 def _batch(
-    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, ids: list[str]
+    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, ids: list[str], done: int
 ) -> list[tuple[int, str]]:
+    """The new tokens of these documents' passages, but those of documents staged already (a
+    document is staged whole: its first label at most `done`)."""
     docs = store.documents_by_id(ids)
-    found = [docs[i] for i in ids if i in docs]
+    found = [docs[i] for i in ids if i in docs and docs[i].label > done]
+    if not found:
+        return []
     texts = [d.text for d in found]
     plans = encoding.plan(
         texts,
