@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_environment, write_result
-from retrieval_sets import DEFAULT_QUERIES, KOREAN, load_set
+from retrieval_sets import DEFAULT_QUERIES, KOREAN, LOADERS
 
 TOKENIZE = """
 import hashlib, json, sys
@@ -50,7 +50,7 @@ def main() -> None:
     analyzer = Analyzer(get_tokenizer("auto").get_config_dict(), AnalysisSettings())
     rows = {}
     for name in KOREAN:
-        data = load_set(name).sample(DEFAULT_QUERIES.get(name), 0)
+        data = LOADERS[name]().sample(DEFAULT_QUERIES.get(name), 0)
         docs, queries = list(data.corpus.values()), list(data.queries.values())
         start = time.perf_counter()
         ours = digest(analyzer.documents.tokenize_many(docs) + [analyzer.queries(q) for q in queries])
