@@ -95,8 +95,7 @@ def main() -> None:
     thread.join()
     new = [h.id for h in writer.search(probe, mode="lexical", k=10)]
     kinds = ["old" if a == old else "new" if a == new else "other" for a in answers]
-    writer.set_analysis(AnalysisSettings())
-    writer.close()
+    writer.close()  # left with the dictionary: a next run starts by setting the defaults back
     row = {
         "passages": args.passages,
         "dictionary_words": len(words),
