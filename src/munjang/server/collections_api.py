@@ -35,6 +35,7 @@ from ..search.backends.filters import compile_filter
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
+from .analysis_api import add_analysis_routes
 from .compute import ComputeGate
 from .errors import APIError
 from .files_api import add_file_routes
@@ -385,6 +386,7 @@ def add_collection_routes(
 
     add_image_routes(router, named)
     add_file_routes(router, settings, named, read_body, gate)
+    add_analysis_routes(router, settings, named, read_body, gate)
 
     @router.post("/collections/{name}/map", openapi_extra=body_schema(MapRequest))
     async def collection_map(name: str, request: Request) -> dict[str, Any]:

@@ -47,14 +47,17 @@ from ..backends.base import (
 )
 from ..backends.filters import compile_filter
 from ..backends.schemes import collection_names, drop_collection, is_storage_error, open_backend
+from ..index.analysis import AnalysisSettings
 from ..index.exact import ExactIndex
+from ..index.synonyms import Term
 from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
+from .reanalysis import reanalyse
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
-from .search import Searcher
+from .search import MAX_QUERY_CHARS, Searcher
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
@@ -635,6 +638,55 @@ class Collection:
     def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
         """The query's BM25 terms each hit's passage contains (`Searcher.matched_terms`)."""
         return self.searcher.matched_terms(query, hits)
+
+    # -- lexical analysis ----------------------------------------------------------------------------------
+    @property
+    def analysis(self) -> AnalysisSettings:
+        """The lexical analysis settings (`index/analysis.py`): user dictionary, synonyms, compounds,
+        typos; as stored now (an edit by another process included)."""
+        self.searcher.follow_analysis()
+        return AnalysisSettings.from_config(self.config.get("analysis"))
+
+    def analyze(self, text: str, *, query: bool = True) -> list[Term]:
+        """(token, part of speech, rule) of each BM25 token `text` makes as a query (or, with
+        `query=False`, as a stored passage): how the collection's analysis reads it."""
+        self.searcher.follow_analysis()
+        return self.encoding.analyzer().explain(text[:MAX_QUERY_CHARS], query)
+
+    def set_analysis(self, settings: AnalysisSettings, *, show_progress_bar: bool | None = None) -> int:
+        """Replace the analysis settings; returns how many stored passages were analysed again.
+
+        A change to what decides a passage's tokens (user words, compounds, index-time synonyms)
+        analyses every stored passage again for BM25 (no vector is encoded), a batch committed at a
+        time beside the stored tokens (a call with the same settings after an interruption resumes
+        after them), while searches go on with the old analysis; the switch to the new tokens and
+        settings is one transaction, and every reader takes them at its next search. Query-side
+        changes apply at once. Folder and PostgreSQL collections (a Qdrant one takes index-side
+        changes only while empty)."""
+        analyzer = self.encoding.analyzer_for(settings)  # checked before anything is read
+        with self._write_lock():
+            self.searcher.follow_analysis()
+            old = AnalysisSettings.from_config(self.config.get("analysis"))
+            analysed, staged = 0, False
+            if old.document_part() != settings.document_part() and self.store.count():
+                target = settings.to_config()
+                resume = self.store.meta_value("analysis_pending") == target
+                if not resume:
+                    self.store.set_meta({"analysis_pending": target})
+                progress = self.store.count() > 1000 if show_progress_bar is None else show_progress_bar
+                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress, resume)
+                staged = True
+            generation = self.searcher.generation + 1
+            meta = {
+                "analysis": settings.to_config(),
+                "analysis_generation": generation,
+                "analysis_pending": None,
+            }
+            self.store.put_analysis(meta, staged)
+            self.config.update(meta)
+            self.searcher.generation = generation
+            self.lexical.save_files(self.store)
+        return analysed
 
     # -- encoding (the encoding's) ----------------------------------------------------------------------
     @property

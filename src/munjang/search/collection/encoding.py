@@ -31,6 +31,8 @@ class Encoding:
     ) -> None:
         self.config, self.folder, self.chunking, self.device = config, folder, chunking, device
         self._encoder = encoder
+        self._analyzer: Any = None
+        self._analyzer_generation = 0
         self._query_encoder: Any = None
         self.planner: PassagePlanner | None = None
         # Called before each batch of a write's work by a server that also answers searches on the
@@ -141,13 +143,33 @@ class Encoding:
             tokens += self.tokenizer().tokenize_many(texts[start : start + batch])
         return tokens
 
-    def tokenizer(self) -> Any:
-        from ..index.tokenizers import tokenizer_from_config
+    def analyzer(self) -> Any:
+        """The collection's lexical analysis (`index/analysis.py`): its tokenizer with the analysis
+        settings in its config, made again only when their generation (bumped by each edit) moves."""
+        from ..index.analysis import AnalysisSettings
+
+        generation = self.config.get("analysis_generation", 0)
+        if self._analyzer is None or self._analyzer_generation != generation:
+            self._analyzer = self.analyzer_for(AnalysisSettings.from_config(self.config.get("analysis")))
+            self._analyzer_generation = generation
+        return self._analyzer
+
+    def analyzer_for(self, settings: Any) -> Any:
+        """This collection's tokenizer with `settings` (an `AnalysisError` if it cannot honour them)."""
+        from ..index.analysis import Analyzer
 
         # Collections made before the whole config was kept hold its name, and Kiwi's multi-word
         # dictionary (`tokenizer_from_config`'s rule for configs without `multi_words`).
         saved = self.config["lexical"]["tokenizer"]
-        return tokenizer_from_config({"name": saved} if isinstance(saved, str) else saved)
+        return Analyzer({"name": saved} if isinstance(saved, str) else saved, settings)
+
+    def tokenizer(self) -> Any:
+        """What documents are tokenized with for BM25."""
+        return self.analyzer().documents
+
+    def query_tokenizer(self) -> Any:
+        """What queries are tokenized with for BM25 (query-time synonyms and typos on top)."""
+        return self.analyzer().queries
 
     def warm_up(self) -> None:
         """Load the lexical analyser now. Kiwi's model takes a second or more to load and holds the

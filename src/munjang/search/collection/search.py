@@ -88,6 +88,7 @@ class Searcher:
         self.extras = extras  # the extra retrievers by mode name (`retrievers.py`)
         self.m3 = m3  # a bge-m3 collection's OnePass (`m3_pass.py`), else None
         self._cross_encoders: dict[str, Any] = {}
+        self.generation = int(config.get("analysis_generation") or 0)
         # the one thread a dense index searching apart runs on (started at first use)
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="munjang-dense")
 
@@ -108,12 +109,21 @@ class Searcher:
         vectors = self.store.vectors_of(self.config["model"], self.config["dim"], labels)
         return [docs[int(label)] for label in labels], vectors
 
+    def follow_analysis(self) -> None:
+        """Take the analysis settings as stored, when another process (or the server) changed them:
+        one small read, so every search answers with the collection's current analysis."""
+        generation = int(self.store.meta_value("analysis_generation") or 0)
+        if generation != self.generation:
+            self.config["analysis"] = self.store.meta_value("analysis")
+            self.config["analysis_generation"] = self.generation = generation
+
     def matched_terms(self, query: str, hits: Sequence[SearchHit]) -> list[list[str]]:
         """The query's lexical (BM25) terms that each hit's passage contains, in query order: why a
         keyword match ranked (shown beside hybrid and lexical results). Passages are read as BM25
         indexed them (their stored tokens, with the default chunking those of the passage's window),
         not tokenized again."""
-        terms = list(dict.fromkeys(self.encoding.tokenizer()(query[:MAX_QUERY_CHARS])))
+        self.follow_analysis()
+        terms = list(dict.fromkeys(self.encoding.query_tokenizer()(query[:MAX_QUERY_CHARS])))
         stored = self.store.tokens_of([h.label for h in hits])
         return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
 
@@ -270,8 +280,9 @@ class Searcher:
             prompt = self.config["query_prompt_name"]
             return lambda texts: self.encoding.encode(texts, prompt, batch_size, False, queries=True)
         if name == "lexical":
+            self.follow_analysis()
             return lambda texts: [
-                tokenize(q[:MAX_QUERY_CHARS]) for tokenize in [self.encoding.tokenizer()] for q in texts
+                tokenize(q[:MAX_QUERY_CHARS]) for tokenize in [self.encoding.query_tokenizer()] for q in texts
             ]
         return self.extras[name].encode_queries
 

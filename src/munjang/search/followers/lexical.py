@@ -5,6 +5,7 @@ they do not score)."""
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,7 +37,12 @@ class LexicalIndex:
 
     With `files` (a folder beside the store), the incremental index is saved there by the writer
     (`save`) and mapped by a new reader, which then catches up only from the saved watermark
-    (`lexical_files.py`): opening does not read every stored token back."""
+    (`lexical_files.py`): opening does not read every stored token back.
+
+    The stored tokens are analysed again when the collection's analysis changes (a user dictionary
+    edit), in one transaction that moves the config's `analysis_generation`: the index notices it,
+    starts over from the new tokens, and keeps its files per generation, so a stale file is never
+    mapped."""
 
     def __init__(
         self, config: dict[str, Any], reopen: Callable[[], Any] | None = None, files: Path | None = None
@@ -51,6 +57,7 @@ class LexicalIndex:
         self.watermark: Watermark | None = None
         self.saved: Watermark | None = None
         self.files = files
+        self.generation: int | None = None
         self._reopen = reopen
         self._lock = threading.Lock()
         self._applying = threading.Lock()  # one catch-up at a time, and none while a save reads the state
@@ -70,6 +77,7 @@ class LexicalIndex:
     def sync(self, store: Any, wait: bool = False) -> bool:
         """Catch up with the store; True when the index changed. In the background mode a stale
         rebuilt index is kept and a rebuild started, unless `wait` asks for the current state."""
+        self._follow_analysis(store)
         now = store.watermark()
         if self.watermark == now and self.bm25 is not None:
             return False
@@ -83,6 +91,24 @@ class LexicalIndex:
                 self._rebuilding = threading.Thread(target=self._rebuild, name="munjang-bm25", daemon=True)
                 self._rebuilding.start()
         return False
+
+    def _follow_analysis(self, store: Any) -> None:
+        """Start over when the stored tokens were analysed again since the index was built."""
+        generation = store.meta_value("analysis_generation") or 0
+        if generation == self.generation:
+            return
+        with self._applying, self._lock:
+            if self.generation is not None:
+                self.bm25, self.watermark, self.saved = None, None, None
+                self._labels = np.zeros(0, dtype=np.int64)
+                self._passage_alive = np.zeros(0, dtype=bool)
+                self.starts = np.zeros(1, dtype=np.int64)
+            self.generation = generation
+
+    def _folder(self) -> Path:
+        """The files of the current analysis generation."""
+        assert self.files is not None
+        return self.files / f"analysis-{self.generation}" if self.generation else self.files
 
     @property
     def persistent(self) -> bool:
@@ -136,8 +162,8 @@ class LexicalIndex:
         from ..index.incremental_bm25 import IncrementalBM25
         from .lexical_files import load
 
-        assert self.files is not None
-        snap = load(self.files, store.watermark()) if self.files.is_dir() else None
+        folder = self._folder()
+        snap = load(folder, store.watermark()) if folder.is_dir() else None
         if snap is None:
             return
         options = {k: v for k, v in self.config.items() if k in ("k1", "b", "method")}
@@ -155,7 +181,6 @@ class LexicalIndex:
             return
         from .lexical_files import Snapshot, save
 
-        assert self.files is not None
         with self._applying:
             with self._lock:
                 watermark, labels, starts = self.watermark, self._labels, self.starts
@@ -163,12 +188,23 @@ class LexicalIndex:
                 return
             segments, lengths, alive = self.bm25.state()
             try:
-                written = save(self.files, Snapshot(watermark, segments, lengths, alive, labels, starts))
+                written = save(self._folder(), Snapshot(watermark, segments, lengths, alive, labels, starts))
             except OSError as e:
                 logging.getLogger(__name__).warning("munjang: lexical index not saved: %s", e)
                 return
             self.bm25.replace_segments(written)
             self.saved = watermark
+            self._drop_other_generations()
+
+    def _drop_other_generations(self) -> None:
+        """Remove the files of earlier analysis generations (a reader mapping them keeps its map)."""
+        assert self.files is not None
+        current = self._folder()
+        for path in self.files.iterdir():
+            if path.is_dir() and path != current and path.name.startswith("analysis-"):
+                shutil.rmtree(path, ignore_errors=True)
+            elif self.generation and path.is_file():
+                path.unlink(missing_ok=True)
 
     def _kill(self, bm25: Any, deleted: np.ndarray) -> None:
         """Mark the passages of deleted labels dead, and their texts in BM25."""

@@ -78,7 +78,7 @@ def save(folder: Path, snap: Snapshot) -> dict[tuple[int, int], Segment]:
     write_arrays(folder / manifest, {"alive": np.packbits(snap.alive)}, meta)
     keep = {manifest, *names}
     for path in folder.iterdir():
-        if path.name not in keep:
+        if path.name not in keep and not path.is_dir():  # a folder is another analysis generation's
             path.unlink(missing_ok=True)
     return written
 

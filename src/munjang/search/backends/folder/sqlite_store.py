@@ -250,6 +250,49 @@ class DocumentStore:
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()],
             )
 
+    def meta_value(self, key: str) -> Any:
+        """One config value (None when unset), read alone: cheap enough for every search."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def stage_tokens(self, rows: Sequence[tuple[int, str]], restart: bool = False) -> None:
+        """Keep the new lexical tokens (JSON) of these passages beside the stored ones, committed,
+        until `put_analysis` switches to them (`restart`: forget what was kept before)."""
+        with self.transaction():
+            if restart:
+                self.conn.execute("DROP TABLE IF EXISTS analysis_staging")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS analysis_staging "
+                "(label INTEGER PRIMARY KEY, tokens TEXT NOT NULL)"
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO analysis_staging (label, tokens) VALUES (?, ?)",
+                [(int(x), t) for x, t in rows],
+            )
+
+    def staged_through(self) -> int:
+        """The highest label whose new tokens are kept (0: none), where a re-analysis resumes."""
+        try:
+            row = self.conn.execute("SELECT max(label) FROM analysis_staging").fetchone()
+        except sqlite3.OperationalError:  # no re-analysis under way
+            return 0
+        return int(row[0] or 0)
+
+    def put_analysis(self, meta: dict[str, Any], staged: bool) -> None:
+        """Set these config values and, with `staged`, switch every passage to its kept tokens, in one
+        transaction: a reader sees the old analysis or the new, never a mix (`Collection.set_analysis`)."""
+        with self.transaction():
+            if staged:
+                self.conn.execute(
+                    "UPDATE documents SET tokens = (SELECT s.tokens FROM analysis_staging s "
+                    "WHERE s.label = documents.label) WHERE label IN (SELECT label FROM analysis_staging)"
+                )
+                self.conn.execute("DROP TABLE analysis_staging")
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()],
+            )
+
     # -- transactions ------------------------------------------------------------------------------
     def transaction(self) -> Transaction:
         return Transaction(self.conn, self.path.parent)

@@ -154,6 +154,15 @@ def index_passages(store: PostgresStore, first: int, last: int | None = None) ->
     )
 
 
+def reindex_postings(store: PostgresStore) -> None:
+    """Every text and posting again from the stored tokens, after they were analysed again (inside
+    the transaction that changed them: a reader searches the old postings until it commits)."""
+    for table in ("lexical_postings", "lexical_texts", TERMS_TABLE):
+        store.conn.execute(f"DELETE FROM {store.t(table)}")
+    store.conn.execute(f"UPDATE {store.t('lexical_stats')} SET texts = 0, length = 0")
+    index_passages(store, 0)
+
+
 def unindex_documents(store: PostgresStore, ids: Sequence[str]) -> None:
     """Drop the texts and postings of these documents' passages (before the passages go)."""
     stats = store.t("lexical_stats")

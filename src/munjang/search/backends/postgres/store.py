@@ -42,7 +42,15 @@ from . import sparse as sparse
 from .connect import connect, redact
 from .counts import counted_rows, has_counts, read_counts
 from .graph_merge import GraphMerger
-from .lexical import create_postings, has_postings, index_passages, postings_problems, unindex_documents
+from .lexical import (
+    create_postings,
+    has_postings,
+    has_tables,
+    index_passages,
+    postings_problems,
+    reindex_postings,
+    unindex_documents,
+)
 from .schema import create_tables, upgrade
 from .segments import (
     INDEX_PREFIX,
@@ -191,6 +199,54 @@ class PostgresStore:
                 f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()],
+            )
+
+    def meta_value(self, key: str) -> Any:
+        """One config value (None when unset), read alone: cheap enough for every search."""
+        row = self.conn.execute(f"SELECT value FROM {self.t('meta')} WHERE key = %s", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def stage_tokens(self, rows: Sequence[tuple[int, str]], restart: bool = False) -> None:
+        """Keep the new lexical tokens (JSON) of these passages beside the stored ones, committed,
+        until `put_analysis` switches to them (`restart`: forget what was kept before)."""
+        staging = self.t("analysis_staging")
+        with self.transaction():
+            if restart:
+                self.conn.execute(f"DROP TABLE IF EXISTS {staging}")
+            self.conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {staging} (label bigint PRIMARY KEY, tokens jsonb NOT NULL)"
+            )
+            self.conn.cursor().executemany(
+                f"INSERT INTO {staging} (label, tokens) VALUES (%s, %s::jsonb) "
+                "ON CONFLICT (label) DO UPDATE SET tokens = excluded.tokens",
+                [(int(x), t) for x, t in rows],
+            )
+
+    def staged_through(self) -> int:
+        """The highest label whose new tokens are kept (0: none), where a re-analysis resumes."""
+        if not has_tables(self, ("analysis_staging",)):
+            return 0
+        row = self.conn.execute(f"SELECT max(label) FROM {self.t('analysis_staging')}").fetchone()
+        return int(row[0] or 0)
+
+    def put_analysis(self, meta: dict[str, Any], staged: bool) -> None:
+        """Set these config values and, with `staged`, switch every passage to its kept tokens and
+        rebuild the BM25 postings from them, in one transaction: readers search the old postings
+        until it commits, then the new (`Collection.set_analysis`)."""
+        with self.transaction():
+            if staged:
+                staging = self.t("analysis_staging")
+                self.conn.execute(
+                    f"UPDATE {self.t('documents')} d SET tokens = s.tokens "
+                    f"FROM {staging} s WHERE d.label = s.label"
+                )
+                self.conn.execute(f"DROP TABLE {staging}")
+                if self.has_postings():
+                    reindex_postings(self)
+            self.conn.cursor().executemany(
+                f"INSERT INTO {self.t('meta')} (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()],
             )
 
     # -- transactions and locks ------------------------------------------------------------------

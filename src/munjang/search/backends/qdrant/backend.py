@@ -128,6 +128,14 @@ class QdrantRecords(DocumentStore):
         super().update_metadata(updates)
         self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
 
+    def stage_tokens(self, rows: Sequence[tuple[int, str]], restart: bool = False) -> None:
+        """Not yet: the points' BM25 vectors and payloads would need pushing again with new tokens."""
+        raise CollectionError(
+            "analysing stored passages again is built for folder and PostgreSQL collections only so "
+            "far; set the dictionary, compounds and index-time synonyms before adding documents to a "
+            "Qdrant one"
+        )
+
     def metadata_seq(self) -> int:
         """The last metadata change logged (0: none)."""
         try:
