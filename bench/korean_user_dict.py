@@ -172,7 +172,7 @@ def main() -> None:
     col.set_analysis(AnalysisSettings())
     variants = {
         "default": AnalysisSettings(),
-        "dictionary": AnalysisSettings(user_words=tuple(built["dictionary"])),
+        "dictionary": AnalysisSettings(user_words=tuple(built["dictionary"]), compounds="whole"),
         "dictionary-both": AnalysisSettings(user_words=tuple(built["dictionary"]), compounds="both"),
         "synonyms": AnalysisSettings(synonyms=tuple(built["synonyms"])),
         "typos": AnalysisSettings(typos="basic"),

@@ -45,7 +45,12 @@ def test_a_user_word_is_kept_whole_split_or_both() -> None:
     base = get_tokenizer("auto").get_config_dict()
     words = (UserWord("카카오뱅크"), UserWord("전세사기피해자법", parts=("전세", "사기", "피해자", "법")))
     assert get_tokenizer("auto")(TEXTS[0])[:2] == ["카카오", "뱅크"]
-    whole = Analyzer(base, AnalysisSettings(user_words=words))
+    assert Analyzer(base, AnalysisSettings(user_words=words)).documents("카카오뱅크") == [
+        "카카오뱅크",
+        "카카오",
+        "뱅크",
+    ]
+    whole = Analyzer(base, AnalysisSettings(user_words=words, compounds="whole"))
     assert whole.documents(TEXTS[0])[0] == "카카오뱅크"
     assert whole.explain("전세사기피해자법") == [("전세사기피해자법", "NNP", "user word")]
     split = Analyzer(base, AnalysisSettings(user_words=words, compounds="split"))
@@ -137,7 +142,7 @@ def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
         raise AssertionError("a dictionary edit encoded a vector")
 
     monkeypatch.setattr(writer.encoding, "encode", no_encoding)
-    analysed = writer.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),)))
+    analysed = writer.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole"))
     assert analysed == len(TEXTS)
     for col in (writer, reader):
         assert [h.id for h in col.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
@@ -168,7 +173,9 @@ def test_qdrant_takes_query_side_edits_and_refuses_a_reanalysis_it_cannot_do(
 ) -> None:
     where, backend = place("qdrant", tmp_path, request)
     col = Collection.create(where, backend=backend, encoder=encoder)
-    col.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),)))  # empty: no passage to analyse
+    col.set_analysis(
+        AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole")
+    )  # empty: no passage to analyse
     col.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
     assert [h.id for h in col.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
     col.set_analysis(col.analysis.replace(synonyms=(SynonymRule(("카뱅",), ("카카오뱅크",)),)))
@@ -199,7 +206,7 @@ def test_an_interrupted_reanalysis_keeps_the_old_analysis_and_resumes(
         stage(self, rows, restart)
 
     monkeypatch.setattr(type(writer.store), "stage_tokens", interrupted_at_the_second_batch)
-    settings = AnalysisSettings(user_words=(UserWord("카카오뱅크"),))
+    settings = AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole")
     with pytest.raises(KeyboardInterrupt):
         writer.set_analysis(settings)
     assert {h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)} == {"d0", "d1"}  # still the old

@@ -33,7 +33,7 @@ class AnalysisError(ValueError):
 @dataclass(frozen=True)
 class AnalysisSettings:
     """What a collection's analysis adds to its tokenizer. `compounds`: "whole", "split" or
-    "both" (None: the tokenizer's own, Kiwi "whole", MeCab "split"); `typos`: one of Kiwi's typo
+    "both" (None: the tokenizer's own, Kiwi "both", MeCab "split"); `typos`: one of Kiwi's typo
     models (`KIWI_TYPOS`) for queries, or None (off: bench/korean_user_dict.py measures it)."""
 
     user_words: tuple[UserWord, ...] = ()

@@ -294,9 +294,10 @@ class KiwiTokenizer:
     regular/irregular suffix ("VV-I" counts as "VV"). `multi_words`: Kiwi's multi-word dictionary
     (see `shared_kiwi`); off by default, on for indexes tokenized before it was an option.
 
-    `user_words` (`user_dictionary.py`) are kept whole, or per `compounds` ("whole", the default;
-    "split": only their parts; "both"), their parts being the entry's own or the word as analysed
-    without the dictionary. `typos` names one of Kiwi's typo models (`KIWI_TYPOS`): a typo is read
+    `user_words` (`user_dictionary.py`) come out per `compounds`: "both" (the default: the whole word
+    and its parts, so a query for the term ranks its pages first and a query for a part still finds
+    them; bench/korean_user_dict.py), "whole" or "split" (only the parts), their parts being the
+    entry's own or the word as analysed without the dictionary. `typos` names one of Kiwi's typo models (`KIWI_TYPOS`): a typo is read
     as the word it most likely misspells ("금니" -> 금리); for queries. With none of the three, the
     tokens are exactly those of a tokenizer without them.
     """
@@ -309,7 +310,7 @@ class KiwiTokenizer:
         stopwords: Iterable[str] | None = None,
         multi_words: bool = False,
         user_words: Iterable[UserWord] = (),
-        compounds: str = "whole",
+        compounds: str = "both",
         typos: str | None = None,
     ) -> None:
         if compounds not in COMPOUND_MODES:
@@ -388,7 +389,7 @@ class KiwiTokenizer:
         config = {"name": self.name, **self.content.get_config_dict(), "multi_words": self.multi_words}
         if self.user_words:
             config["user_words"] = [entry.to_config() for entry in self.user_words]
-        if self.compounds != "whole":
+        if self.compounds != "both":
             config["compounds"] = self.compounds
         if self.typos is not None:
             config["typos"] = self.typos
@@ -568,7 +569,7 @@ def tokenizer_from_config(config: Mapping[str, Any]) -> Tokenizer:
             stopwords=config.get("stopwords"),
             multi_words=bool(config.get("multi_words", True)),
             user_words=[UserWord.from_config(entry) for entry in config.get("user_words", ())],
-            compounds=config.get("compounds", "whole"),
+            compounds=config.get("compounds", "both"),
             typos=config.get("typos"),
         )
     if name == "mecab":
