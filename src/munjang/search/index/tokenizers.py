@@ -297,8 +297,9 @@ class KiwiTokenizer:
     `user_words` (`user_dictionary.py`) come out per `compounds`: "both" (the default: the whole word
     and its parts, so a query for the term ranks its pages first and a query for a part still finds
     them; bench/korean_user_dict.py), "whole" or "split" (only the parts), their parts being the
-    entry's own or the word as analysed without the dictionary. `typos` names one of Kiwi's typo models (`KIWI_TYPOS`): a typo is read
-    as the word it most likely misspells ("금니" -> 금리); for queries. With none of the three, the
+    entry's own or the word as analysed without the dictionary. `typos` names one of Kiwi's typo
+    models (`KIWI_TYPOS`): a typo is read as the word it most likely misspells ("금니" -> 금리); for
+    queries. With none of the three, the
     tokens are exactly those of a tokenizer without them.
     """
 
