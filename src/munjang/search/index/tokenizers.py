@@ -299,8 +299,7 @@ class KiwiTokenizer:
     them; bench/korean_user_dict.py), "whole" or "split" (only the parts), their parts being the
     entry's own or the word as analysed without the dictionary. `typos` names one of Kiwi's typo
     models (`KIWI_TYPOS`): a typo is read as the word it most likely misspells ("금니" -> 금리); for
-    queries. With none of the three, the
-    tokens are exactly those of a tokenizer without them.
+    queries. With none of the three, the tokens are exactly those of a tokenizer without them.
     """
 
     name = "kiwi"
