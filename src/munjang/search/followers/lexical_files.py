@@ -40,6 +40,14 @@ MANIFEST = re.compile(r"lexical-(\d+)-(\d+)\.idx")
 SEGMENT = re.compile(r"seg-(\d+)-(\d+)-[0-9a-f]+\.idx")
 
 
+class DamagedSegment(ValueError):
+    """A segment file a manifest names fails verification."""
+
+    def __init__(self, why: str, segment: Path) -> None:
+        super().__init__(why)
+        self.segment = segment
+
+
 @dataclass
 class Snapshot:
     """A saved (or about to be saved) lexical index: BM25 segments covering texts 0..n in order,
@@ -109,6 +117,9 @@ def load(folder: Path, limit: Callable[[], Watermark], owner: str = "") -> Snaps
                 return _read(folder, path, mark, owner)
             except FileNotFoundError:
                 continue
+            except DamagedSegment as e:  # the segment and the manifest that names it
+                set_aside(path, str(e), [e.segment])
+                continue
             except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
                 set_aside(path, str(e))
                 continue
@@ -142,9 +153,8 @@ def _read(folder: Path, path: Path, mark: Watermark, owner: str) -> Snapshot:
     for name in meta["segments"]:
         try:
             segment, extra = _segment(folder, str(name), owner)
-        except (ValueError, KeyError, TypeError, IndexError) as e:  # the segment set aside, then the manifest
-            set_aside(folder / str(name), str(e))
-            raise ValueError(f"{path}: names the damaged segment {name}") from None
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            raise DamagedSegment(str(e), folder / str(name)) from None
         if segment.first != (segments[-1].end if segments else 0):
             raise ValueError(f"{name}: segments not contiguous")
         segments.append(segment)

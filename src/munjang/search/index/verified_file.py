@@ -14,7 +14,7 @@ import mmap
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,13 +56,13 @@ def checksum(data: bytes | memoryview | mmap.mmap) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def set_aside(path: Path, why: str) -> None:
-    """Rename `path` (`why`: the error, naming it) and the files that go with it (`path.*`: HNSW
-    segments, tails) to `<name>.bad-<time>`, with one warning line; where renaming is refused
-    (read-only media), the files are left and only skipped."""
+def set_aside(path: Path, why: str, others: Sequence[Path] = ()) -> None:
+    """Rename `path` (`why`: the error, naming it), the files that go with it (`path.*`: HNSW
+    segments, tails) and `others` (a damaged file it names) to `<name>.bad-<time>`, with one
+    warning line; where renaming is refused (read-only media), the files are left and only skipped."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     moved = []
-    for file in (path, *sorted(path.parent.glob(path.name + ".*"))):
+    for file in (path, *sorted(path.parent.glob(path.name + ".*")), *others):
         if BAD in file.name:
             continue
         try:
