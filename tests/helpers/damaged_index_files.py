@@ -124,6 +124,27 @@ def zero(path: Path, name: str = "alive") -> None:
     path.write_bytes(bytes(data))
 
 
+def first_format(path: Path) -> None:
+    """Rewrite an index file as munjang wrote it before checksums: an array file in the first
+    layout (magic `MJARRAYS1`, no digests), an HNSW file with a footer of no digest and no meta."""
+    raw = path.read_bytes()
+    if raw.startswith(b"MJARRAYS2\n"):
+        start, layout = array_layout(path)
+        header = json.loads(raw[26 : 26 + int.from_bytes(raw[10:18], "little")])
+        for spec in layout.values():
+            del spec["xxh3"]
+        text = json.dumps({"meta": header["meta"], "arrays": layout}).encode()
+        begin = -(-(18 + len(text)) // 64) * 64
+        head = b"MJARRAYS1\n" + len(text).to_bytes(8, "little") + text
+        path.write_bytes(head + bytes(begin - len(head)) + raw[start:])
+        return
+    length = int.from_bytes(raw[-16:-8], "little")
+    footer = json.loads(raw[-16 - length : -16])
+    old = {k: footer[k] for k in ("format", "version", "config", "count", "payload_bytes")}
+    text = json.dumps(old).encode()
+    path.write_bytes(raw[: footer["payload_bytes"]] + text + len(text).to_bytes(8, "little") + raw[-8:])
+
+
 QUERIES = ["guitar on stage", "고양이 소파", "stock market", "서울 비", "a cat sleeps", "시장 경제 뉴스"]
 MODES = ("dense", "lexical", "hybrid")
 

@@ -175,6 +175,26 @@ def test_files_newer_than_their_store_are_set_aside(
     assert not list(folder.glob(f"dense-40-0.{kind}")) and list(folder.glob(f"dense-40-0.{kind}.bad-*"))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["exact", "hnsw"])
+def test_files_of_an_older_munjang_are_removed_and_rebuilt(
+    collections: dict[str, Any], tmp_path: Path, kind: str
+) -> None:
+    """Files written before checksums cannot be verified: they are removed (not kept: a large
+    matrix would double the folder) and the indexes rebuilt from the store, answering the same."""
+    made = collections[kind]
+    folder = tmp_path / "c"
+    shutil.copytree(made["folder"], folder)
+    files = [p for p in (*folder.glob("dense-*"), *(folder / "lexical").iterdir())]
+    for path in files:
+        damaged.first_format(path)
+    got = report(folder)
+    assert got["answers"] == made["want"]["answers"] and got["problems"] == []
+    assert got["warnings"] and all("older munjang" in line for line in got["warnings"])
+    assert not list(folder.glob("dense-*")) and not list(folder.glob("**/*.bad-*"))
+    assert not list((folder / "lexical").glob("lexical-*"))
+
+
 def test_every_flipped_byte_of_an_array_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "a.arrays"
     rng = np.random.default_rng(0)

@@ -145,7 +145,7 @@ class DenseIndex:
                 except FileNotFoundError:
                     break
                 except (OSError, ValueError, RuntimeError) as e:
-                    set_aside(path, str(e))
+                    set_aside(path, e)
                     continue
                 self.watermark = self.saved = self._mark(path)
                 self._map_tail(path)

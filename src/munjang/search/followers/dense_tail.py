@@ -64,5 +64,5 @@ def read_tail(
         except OSError:  # removed by the writer meanwhile: the store has it
             continue
         except ValueError as e:  # damaged: the store has it
-            set_aside(path, str(e))
+            set_aside(path, e)
     return None

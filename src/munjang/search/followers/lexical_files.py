@@ -118,10 +118,10 @@ def load(folder: Path, limit: Callable[[], Watermark], owner: str = "") -> Snaps
             except FileNotFoundError:
                 continue
             except DamagedSegment as e:  # the segment and the manifest that names it
-                set_aside(path, str(e), [e.segment])
+                set_aside(path, e, [e.segment])
                 continue
             except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
-                set_aside(path, str(e))
+                set_aside(path, e)
                 continue
     return None
 

@@ -36,7 +36,7 @@ from usearch.index import BatchMatches, Index, MetricKind, ScalarKind
 
 from ..._util.atomic import atomic_write
 from ...errors import MunjangError
-from .verified_file import DamagedIndexFile, mapped, opened
+from .verified_file import DamagedIndexFile, UnverifiedFile, mapped, opened
 
 __all__ = ["METRICS", "HNSWIndex", "IndexFileError"]
 
@@ -54,6 +54,10 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 class IndexFileError(MunjangError, DamagedIndexFile):
     """An index file is not a munjang index, is truncated or corrupt, or disagrees with its configuration."""
+
+
+class UnverifiedIndexFile(IndexFileError, UnverifiedFile):
+    """An index file written without a checksum (by an older munjang)."""
 
 
 # ---------------------------------------------------------------- input checks shared with quantization.py
@@ -181,7 +185,7 @@ def read_footer(
     if footer.get("payload_bytes") != payload:
         raise IndexFileError(f"{path} is truncated or corrupt: its size does not match its footer")
     if "xxh3" not in footer:
-        raise IndexFileError(f"{path}: written without a checksum (an older munjang)")
+        raise UnverifiedIndexFile(f"{path}: written without a checksum (by an older munjang)")
     rest = {key: value for key, value in footer.items() if key != "xxh3"}
     digest = xxhash.xxh3_64(memoryview(whole)[:payload])
     digest.update(json.dumps(rest).encode("utf-8"))
@@ -197,10 +201,12 @@ def read_footer(
 
 
 def verify_index_file(path: str | os.PathLike[str], expect: Mapping[str, Any] | None = None) -> str | None:
-    """Why the HNSW file at `path` cannot be used (None: it is whole, and `expect`'s); usearch
-    never reads it here."""
+    """Why the HNSW file at `path` is damaged (None: it is whole, and `expect`'s; or written by
+    an older munjang, never used); usearch never reads it here."""
     try:
         read_footer(path, _HNSW_FORMAT, expect)
+    except UnverifiedFile:
+        return None
     except (OSError, IndexFileError) as e:
         return str(e)
     return None

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.atomic import atomic_write
-from .verified_file import DamagedIndexFile, checksum, mapped, opened
+from .verified_file import DamagedIndexFile, UnverifiedFile, checksum, mapped, opened
 
 MAGIC = b"MJARRAYS2\n"
 UNVERIFIED = b"MJARRAYS1\n"
@@ -31,6 +31,10 @@ _HEAD = len(MAGIC) + 16
 
 class ArrayFileError(DamagedIndexFile):
     """The file is not a whole, verified array file (or not the one expected)."""
+
+
+class UnverifiedArrayFile(ArrayFileError, UnverifiedFile):
+    """An array file of the first format: no checksums."""
 
 
 def _start(header_length: int) -> int:
@@ -76,7 +80,7 @@ def read_arrays(
         raise ArrayFileError(f"{path}: not an array file (cut short)")
     magic = whole[: len(MAGIC)]
     if magic == UNVERIFIED:
-        raise ArrayFileError(f"{path}: written without checksums (an older munjang)")
+        raise UnverifiedArrayFile(f"{path}: written without checksums (by an older munjang)")
     if magic != MAGIC:
         raise ArrayFileError(f"{path}: not an array file")
     length = int.from_bytes(whole[len(MAGIC) : len(MAGIC) + 8], "little")
@@ -119,9 +123,12 @@ def read_arrays(
 
 
 def verify_arrays(path: Path, expect: Mapping[str, Any] | None = None) -> str | None:
-    """Why the array file at `path` cannot be used (None: it is whole, and `expect`'s)."""
+    """Why the array file at `path` is damaged (None: it is whole, and `expect`'s; or written by
+    an older munjang, never used, and removed by the next reader or save)."""
     try:
         read_arrays(path, expect)
+    except UnverifiedFile:
+        return None
     except (OSError, ArrayFileError) as e:
         return str(e)
     return None

@@ -29,6 +29,10 @@ class DamagedIndexFile(ValueError):
     """An index file that must not be used: not a regular file, cut short, garbled, or not this one."""
 
 
+class UnverifiedFile(DamagedIndexFile):
+    """An index file written without checksums (by an older munjang): it cannot be verified."""
+
+
 @contextmanager
 def opened(path: Path) -> Iterator[int]:
     """A read-only descriptor of `path`, refused (`DamagedIndexFile`) unless it is a regular file:
@@ -56,22 +60,32 @@ def checksum(data: bytes | memoryview | mmap.mmap) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def set_aside(path: Path, why: str, others: Sequence[Path] = ()) -> None:
-    """Rename `path` (`why`: the error, naming it), the files that go with it (`path.*`: HNSW
-    segments, tails) and `others` (a damaged file it names) to `<name>.bad-<time>`, with one
-    warning line; where renaming is refused (read-only media), the files are left and only skipped."""
+def set_aside(path: Path, error: BaseException, others: Sequence[Path] = ()) -> None:
+    """Rename `path` (`error`: why it failed, naming it), the files that go with it (`path.*`:
+    HNSW segments, tails) and `others` (a damaged file it names) to `<name>.bad-<time>`, with one
+    warning line; where renaming is refused (read-only media), the files are left and only skipped.
+    A file written without checksums by an older munjang is not damaged, only unverifiable: it is
+    removed (kept, a large matrix would double the folder's size), and rebuilt all the same."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
+    old = isinstance(error, UnverifiedFile)
     moved = []
     for file in (path, *sorted(path.parent.glob(path.name + ".*")), *others):
         if BAD in file.name:
             continue
         try:
-            os.rename(file, file.with_name(f"{file.name}{BAD}{stamp}"))
+            if old:
+                os.unlink(file)
+            else:
+                os.rename(file, file.with_name(f"{file.name}{BAD}{stamp}"))
             moved.append(file.name)
         except OSError:
             continue
+    if old:
+        where = "removed" if moved else "left in place (it cannot be removed)"
+        log.warning("munjang: %s; %s, the index is rebuilt from the store", error, where)
+        return
     where = f"set aside as {path.name}{BAD}{stamp}" if moved else "left in place (it cannot be renamed)"
-    log.warning("munjang: damaged index file: %s; %s, the index is rebuilt from the store", why, where)
+    log.warning("munjang: damaged index file: %s; %s, the index is rebuilt from the store", error, where)
 
 
 def set_aside_files(folder: Path) -> list[Path]:
