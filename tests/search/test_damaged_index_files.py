@@ -267,3 +267,52 @@ print("refused", refused, len(range(0, len(whole), max(1, len(whole) // 400))) *
     assert "written for collection 'a', not 'b'" in lines[0]
     _, refused, tried = lines[1].split()
     assert refused == tried
+
+
+@pytest.mark.parametrize("kind", ["exact", "hnsw"])
+def test_check_names_each_damaged_file_and_a_writer_saves_whole_ones_again(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`check()` verifies every saved file, those damaged after the open too, and names each (the
+    tail, mapped and overwritten in place, also shows in the index's labels); a writer that opens a
+    damaged collection rebuilds and saves files that verify."""
+    folder = tmp_path / "c"
+    build(folder, kind, seed=1)
+    encoder = damaged.TrigramEncoder()
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        assert reader.check() == []
+        tail, manifest = target(folder, "tail", kind), target(folder, "manifest", kind)
+        damaged.flip(tail)
+        damaged.fifo(manifest)
+        graph = [target(folder, "graph segment", kind)] if kind == "hnsw" else []
+        for path in graph:
+            damaged.truncate(path)
+        found = reader.check()
+    for path in (tail, manifest, *graph):
+        assert sum(str(path) in line for line in found) == 1, found
+    caplog.clear()
+    with Collection.open(folder, encoder=encoder) as writer:  # sets them aside, rebuilds, saves
+        writer.add(["late"], ["고양이 guitar 시장"])
+        writer.flush()
+        want = [[(h.id, round(h.score, 4)) for h in writer.search(q, k=5)] for q in damaged.QUERIES]
+    assert any("damaged index file" in r.getMessage() for r in caplog.records)
+    assert list(folder.glob(f"dense-51-2.{kind}")) and list((folder / "lexical").glob("lexical-51-2.idx"))
+    caplog.clear()
+    with Collection.open(folder, encoder=encoder, readonly=True) as reader:
+        assert reader.check() == [] and not caplog.records
+        assert [[(h.id, round(h.score, 4)) for h in reader.search(q, k=5)] for q in damaged.QUERIES] == want
+
+
+def test_index_info_check_lists_the_files_set_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers.cli import run_cli
+
+    folder = tmp_path / "c"
+    build(folder, "exact", seed=1)
+    damaged.flip(target(folder, "dense", "exact"))
+    code, out, _ = run_cli(["index", "info", str(folder), "--check", "--json"], capsys, monkeypatch)
+    described = json.loads(out)
+    assert code == 0 and described["problems"] == []
+    names = sorted(Path(p).name.split(".bad-")[0] for p in described["set_aside"])
+    assert names == ["dense-40-0.exact", "dense-40-0.exact.tail-50"]  # the matrix and its tail
