@@ -100,7 +100,8 @@ def main() -> None:
         folder = work / "c"
         built = build(folder, args.rows, args.dim)
         files = {p.name: p.stat().st_size for p in [*folder.glob("dense-*"), *(folder / "lexical").iterdir()]}
-        print(f"built {args.rows:,} passages in {built:.1f} s; index files {sum(files.values()) / 2**20:.1f} MiB")
+        size = sum(files.values()) / 2**20
+        print(f"built {args.rows:,} passages in {built:.1f} s; index files {size:.1f} MiB")
         command = [sys.executable, __file__, "--dim", str(args.dim), "--measure", str(folder)]
         runs = []
         for i in range(args.repeats + 1):
