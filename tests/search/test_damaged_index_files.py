@@ -316,3 +316,16 @@ def test_index_info_check_lists_the_files_set_aside(
     assert code == 0 and described["problems"] == []
     names = sorted(Path(p).name.split(".bad-")[0] for p in described["set_aside"])
     assert names == ["dense-40-0.exact", "dense-40-0.exact.tail-50"]  # the matrix and its tail
+
+
+def test_a_standalone_hnsw_file_of_an_older_munjang_still_loads(tmp_path: Path) -> None:
+    """`HNSWIndex.load` without `expect` (the public API) reads a file saved before checksums, as
+    it did; a collection's graph (loaded with `expect`) of that age is refused, and rebuilt."""
+    path = tmp_path / "g.hnsw"
+    index = HNSWIndex(4)
+    index.add(np.arange(20), np.random.default_rng(1).standard_normal((20, 4)))
+    index.save(path)
+    damaged.first_format(path)
+    assert len(HNSWIndex.load(path)) == 20
+    with pytest.raises(IndexFileError, match="without a checksum"):
+        HNSWIndex.load(path, expect={"collection": ""})

@@ -156,7 +156,8 @@ def read_footer(
     path: str | os.PathLike[str], fmt: str, expect: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The JSON footer of a file written by `write_atomic`, its digest verified over the whole file;
-    FileNotFoundError or IndexFileError. `expect`: values the footer's `meta` must hold."""
+    FileNotFoundError or IndexFileError. `expect`: values the footer's `meta` must hold (a file
+    without a digest, an older munjang's, is then refused; without `expect` it loads as it did)."""
     path = Path(path)
     try:
         with opened(path) as fd:
@@ -184,13 +185,14 @@ def read_footer(
     payload = size - _FOOTER.size - length
     if footer.get("payload_bytes") != payload:
         raise IndexFileError(f"{path} is truncated or corrupt: its size does not match its footer")
-    if "xxh3" not in footer:
+    if "xxh3" in footer:
+        rest = {key: value for key, value in footer.items() if key != "xxh3"}
+        digest = xxhash.xxh3_64(memoryview(whole)[:payload])
+        digest.update(json.dumps(rest).encode("utf-8"))
+        if digest.hexdigest() != footer["xxh3"]:
+            raise IndexFileError(f"{path}: checksum mismatch (the file is garbled)")
+    elif expect is not None:  # a collection's file must be verified; a standalone one loads as before
         raise UnverifiedIndexFile(f"{path}: written without a checksum (by an older munjang)")
-    rest = {key: value for key, value in footer.items() if key != "xxh3"}
-    digest = xxhash.xxh3_64(memoryview(whole)[:payload])
-    digest.update(json.dumps(rest).encode("utf-8"))
-    if digest.hexdigest() != footer["xxh3"]:
-        raise IndexFileError(f"{path}: checksum mismatch (the file is garbled)")
     if not isinstance(footer.get("config"), dict):
         raise IndexFileError(f"{path}: the index footer has no configuration")
     meta = footer["meta"] if isinstance(footer.get("meta"), dict) else {}
