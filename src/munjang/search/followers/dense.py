@@ -26,7 +26,7 @@ from ..index.array_file import verify_arrays
 from ..index.exact import ExactIndex, _normalized
 from ..index.mapped_exact import MappedExactIndex
 from ..index.segmented_graph import SegmentedGraph
-from ..index.verified_file import BAD, set_aside
+from ..index.verified_file import BAD, set_aside, skipped
 from ..index.viewed_graph import ViewedGraph
 from .dense_tail import TAIL_EVERY, read_tail, write_tail
 
@@ -144,8 +144,11 @@ class DenseIndex:
                     self._open(path, store)
                 except FileNotFoundError:
                     break
-                except (OSError, ValueError, RuntimeError) as e:
+                except ValueError as e:  # damaged, another collection's, or ahead of the store
                     set_aside(path, e)
+                    continue
+                except OSError as e:  # unreadable now (permissions, no descriptors left): not damaged
+                    skipped(path, e)
                     continue
                 self.watermark = self.saved = self._mark(path)
                 self._map_tail(path)

@@ -33,7 +33,7 @@ import numpy as np
 from ..backends.base import Watermark
 from ..index.array_file import read_arrays, verify_arrays, write_arrays
 from ..index.incremental_bm25 import Segment, TermTable
-from ..index.verified_file import BAD, set_aside
+from ..index.verified_file import BAD, set_aside, skipped
 
 FORMAT = 1
 MANIFEST = re.compile(r"lexical-(\d+)-(\d+)\.idx")
@@ -120,8 +120,11 @@ def load(folder: Path, limit: Callable[[], Watermark], owner: str = "") -> Snaps
             except DamagedSegment as e:  # the segment and the manifest that names it
                 set_aside(path, e, [e.segment])
                 continue
-            except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            except (ValueError, KeyError, TypeError, IndexError) as e:
                 set_aside(path, e)
+                continue
+            except OSError as e:  # unreadable now (permissions, no descriptors left): not damaged
+                skipped(path, e)
                 continue
     return None
 

@@ -88,6 +88,11 @@ def set_aside(path: Path, error: BaseException, others: Sequence[Path] = ()) -> 
     log.warning("munjang: damaged index file: %s; %s, the index is rebuilt from the store", error, where)
 
 
+def skipped(path: Path, error: OSError) -> None:
+    """One warning line for an index file that cannot be read now (not damaged: it is left)."""
+    log.warning("munjang: index file %s not read (%s); the index is rebuilt from the store", path, error)
+
+
 def set_aside_files(folder: Path) -> list[Path]:
     """The files in `folder` and below that were set aside as damaged (kept to be looked at)."""
     try:
