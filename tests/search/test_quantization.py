@@ -322,8 +322,8 @@ def test_load_errors(tmp_path: Path) -> None:
     (tmp_path / "cut").write_bytes(data[:40] + data[48:])
     with pytest.raises(IndexFileError, match="truncated or corrupt"):
         BinaryIndex.load(tmp_path / "cut")
-    (tmp_path / "bad").write_bytes(data[:8] * 2 + data[16:])  # ids no longer increasing
-    with pytest.raises(IndexFileError, match="strictly increasing"):
+    (tmp_path / "bad").write_bytes(data[:8] * 2 + data[16:])  # ids no longer increasing: garbled
+    with pytest.raises(IndexFileError, match="checksum mismatch"):
         BinaryIndex.load(tmp_path / "bad")
     with pytest.raises(ValueError, match="dim"):
         BinaryIndex(0)

@@ -588,10 +588,14 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Model, sizes and index settings of a collection; --check verifies its integrity."""
+    from ..search.index.verified_file import set_aside_files
+
     with _open(folder, backend, readonly=True) as col:
         described = col.info()
         if check:
             described["problems"] = col.check()
+            if col.folder is not None:  # damaged index files set aside (then rebuilt), to be looked at
+                described["set_aside"] = [str(p) for p in set_aside_files(Path(col.folder))]
     if as_json:
         typer.echo(json.dumps(described, ensure_ascii=False, indent=2))
     else:

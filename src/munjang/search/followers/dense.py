@@ -21,9 +21,12 @@ from typing import Any, cast
 import numpy as np
 
 from ..backends.base import Filter, Queries, Store, TopK, Watermark, ranked_rows
+from ..index.ann import verify_index_file
+from ..index.array_file import verify_arrays
 from ..index.exact import ExactIndex, _normalized
 from ..index.mapped_exact import MappedExactIndex
 from ..index.segmented_graph import SegmentedGraph
+from ..index.verified_file import BAD, set_aside, skipped
 from ..index.viewed_graph import ViewedGraph
 from .dense_tail import TAIL_EVERY, read_tail, write_tail
 
@@ -82,22 +85,35 @@ class DenseIndex:
     writer copies a segment into memory only when it changes one (adds go to the newest). A reader
     (`follow`) keeps the views and puts what changed since the save beside them (`ViewedGraph`),
     moving to the writer's next save when there is one; so a reader opens and catches up in time
-    that grows with the changes, not with the collection."""
+    that grows with the changes, not with the collection.
+
+    Each file is verified before use (`index/verified_file.py`: its checksum, that it is this
+    collection's (`owner`, the store's `collection_id`) and covers the watermark its name says,
+    and that the store has reached that watermark); one that fails is set aside with a warning and
+    the index rebuilt from the store."""
 
     FILE = re.compile(r"dense-(\d+)-(\d+)\.(hnsw|exact)")
 
     def __init__(
-        self, kind: str, dim: int, metric: str, model: str, hnsw: dict[str, Any], follow: bool = False
+        self,
+        kind: str,
+        dim: int,
+        metric: str,
+        model: str,
+        hnsw: dict[str, Any],
+        follow: bool = False,
+        owner: str = "",
     ) -> None:
         if kind not in ("exact", "hnsw"):
             raise ValueError(f"unknown index kind {kind!r}; choose exact or hnsw")
         self.kind, self.dim, self.metric, self.model, self.hnsw = kind, dim, metric, model, hnsw
-        self.follow = follow
+        self.follow, self.owner = follow, owner
         self.index: Any = None
         self.watermark = Watermark()
         self.saved = Watermark()
         self.tail_label = 0  # the store label the newest tail file reaches (`dense_tail.py`)
         self._viewed: Path | None = None  # a reader's: the graph file its ViewedGraph maps
+        self.folder: Path | None = None  # where its files are (`load`)
 
     @property
     def persistent(self) -> bool:
@@ -113,20 +129,26 @@ class DenseIndex:
             return ExactIndex(self.dim, self.metric)
         return SegmentedGraph(self.dim, self.metric, **self.hnsw)
 
-    def load(self, folder: Path) -> None:
-        """The newest saved file of this kind whose name carries its watermark, else an empty index.
-        A file removed while being opened (the writer saved a newer one) sends it back to the list."""
+    def load(self, folder: Path, store: Store) -> None:
+        """The newest saved file of this kind whose name carries its watermark, verified, else an
+        empty index (rebuilt from the store by `sync`). A file removed while being opened (the writer
+        saved a newer one) sends it back to the list; a damaged one, or one ahead of the store
+        (restored from an older copy), is set aside."""
         self.index = self._new()
         self.watermark = self.saved = Watermark()
         self.tail_label = 0
-        self._viewed = None
+        self._viewed, self.folder = None, folder
         for _ in range(3):
             for path in self._saved_files(folder):
                 try:
-                    self._open(path)
+                    self._open(path, store)
                 except FileNotFoundError:
                     break
-                except Exception:  # a damaged derived file is rebuilt from the store
+                except ValueError as e:  # damaged, another collection's, or ahead of the store
+                    set_aside(path, e)
+                    continue
+                except OSError as e:  # unreadable now (permissions, no descriptors left): not damaged
+                    skipped(path, e)
                     continue
                 self.watermark = self.saved = self._mark(path)
                 self._map_tail(path)
@@ -134,13 +156,24 @@ class DenseIndex:
             else:
                 return
 
-    def _open(self, path: Path) -> None:
+    def _open(self, path: Path, store: Store) -> None:
+        """Open index file `path` verified: its checksums, its owner and (for a matrix) its
+        watermark, checked before anything is mapped or handed to usearch; then that the store
+        has reached its watermark (read after the file was found: a writer commits before it saves)."""
+        mark = self._mark(path)
         if self.kind == "exact":
-            self.index = MappedExactIndex.load(path, self.dim, self.metric)
+            expect = {"collection": self.owner, "watermark": [mark.label, mark.deletion]}
+            index: Any = MappedExactIndex.load(path, self.dim, self.metric, expect)
+        else:
+            options = {k: v for k, v in self.hnsw.items() if k in ("segment_size", "threads")}
+            index = SegmentedGraph.load(path, view=True, expect={"collection": self.owner}, **options)
+        now = store.watermark()
+        if mark.label > now.label or mark.deletion > now.deletion:
+            raise ValueError(f"{path}: covers more than its store holds ({now.label}, {now.deletion})")
+        if self.kind == "exact":
+            self.index = index
             return
-        options = {k: v for k, v in self.hnsw.items() if k in ("segment_size", "threads")}
-        graph = SegmentedGraph.load(path, view=True, **options)
-        self.index = ViewedGraph(graph) if self.follow else graph
+        self.index = ViewedGraph(index) if self.follow else index
         self._viewed = path if self.follow else None
 
     def _map_tail(self, path: Path) -> None:
@@ -150,7 +183,7 @@ class DenseIndex:
         graph's own watermark, so it takes none."""
         if self.kind == "hnsw" and not self.follow:
             return
-        tail = read_tail(path, self.dim, self.metric)
+        tail = read_tail(path, self.dim, self.metric, self.owner)
         if tail is None or tail[0] <= self.saved.label:
             return
         label, rows = tail
@@ -185,7 +218,7 @@ class DenseIndex:
         if now == self.watermark:
             return False
         if self._viewed is not None:  # a reader beside the saved graph
-            self._follow_saves(self._viewed.parent)
+            self._follow_saves(self._viewed.parent, store)
             if now == self.watermark:
                 return False
             if self._too_far(now):  # edit the graph itself, copying in the segments that change
@@ -195,7 +228,7 @@ class DenseIndex:
         )
         return True
 
-    def _follow_saves(self, folder: Path) -> None:
+    def _follow_saves(self, folder: Path, store: Store) -> None:
         """Map the writer's newest saved graph when it is newer than the one viewed."""
 
         newest = next(iter(self._saved_files(folder)), None)
@@ -204,7 +237,7 @@ class DenseIndex:
             and newest != self._viewed
             and self._order(self._mark(newest)) > self._order(self.saved)
         ):
-            self.load(folder)
+            self.load(folder, store)
 
     def _too_far(self, now: Watermark) -> bool:
         """Whether the store has moved so far past the viewed graph that reading it into memory and
@@ -227,8 +260,25 @@ class DenseIndex:
         return list(store.vectors_of(self.model, self.dim, np.asarray(labels, dtype=np.int64)))
 
     def problems(self, store: Store, labels: np.ndarray) -> list[str]:
+        """The index's labels against the store's, and every saved file verified (each damaged
+        one named; those set aside are no longer used, so no longer a problem)."""
         self.sync(store)
-        return label_problems("dense index", self.index.ids(), labels)
+        return label_problems("dense index", self.index.ids(), labels) + self.file_problems()
+
+    def file_problems(self) -> list[str]:
+        """One line per saved dense file that fails verification."""
+        if self.folder is None:
+            return []
+        expect = {"collection": self.owner}
+        lines = []
+        for path in sorted(self.folder.glob("dense-*")):
+            if BAD in path.name:
+                continue
+            graph = path.name.endswith(".hnsw") or ".hnsw.seg-" in path.name
+            why = verify_index_file(path, expect) if graph else verify_arrays(path, expect)
+            if why is not None:
+                lines.append(f"dense index file {why}")
+        return lines
 
     def apart(self) -> None:
         """Held in this process: it never searches apart."""
@@ -296,7 +346,7 @@ class DenseIndex:
             labels = labels[labels > self.saved.label]
             vectors = self.index.get_vectors(labels)
             vectors = _normalized(vectors) if self.metric == "cosine" else vectors
-        write_tail(index_file, self.watermark.label, labels, vectors, self.metric)
+        write_tail(index_file, self.watermark.label, labels, vectors, self.metric, self.owner)
         self.tail_label = self.watermark.label
 
     def save(self, folder: Path) -> None:
@@ -313,22 +363,21 @@ class DenseIndex:
         for stale in folder.glob(".dense-*.tmp*"):
             stale.unlink(missing_ok=True)
         for segment in folder.glob("dense-*.seg-*"):  # a save killed before its first segment
-            if not (folder / segment.name.split(".seg-")[0]).exists():
+            if BAD not in segment.name and not (folder / segment.name.split(".seg-")[0]).exists():
                 segment.unlink(missing_ok=True)
         target = folder / f"dense-{mark.label}-{mark.deletion}.{self.suffix}"
         if self.kind == "hnsw":
-            self.index.save(target)
+            self.index.save(target, {"collection": self.owner})
         else:
-            from ..index.mapped_exact import MappedExactIndex
-
-            MappedExactIndex.save(self.index, target)
-            self.index = MappedExactIndex.load(target, self.dim, self.metric)  # the writer maps it too
+            meta = {"collection": self.owner, "watermark": [mark.label, mark.deletion]}
+            MappedExactIndex.save(self.index, target, meta)
+            self.index = MappedExactIndex.load(target, self.dim, self.metric, meta)  # the writer maps it too
         self.saved = mark
         self.tail_label = mark.label
         for path in self._saved_files(folder):
             if path != target:
                 for extra in (path, *path.parent.glob(path.name + ".*")):
-                    if extra.exists():
+                    if BAD not in extra.name and extra.exists():
                         os.unlink(extra)
 
 

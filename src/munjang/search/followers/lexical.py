@@ -45,7 +45,11 @@ class LexicalIndex:
     mapped."""
 
     def __init__(
-        self, config: dict[str, Any], reopen: Callable[[], Any] | None = None, files: Path | None = None
+        self,
+        config: dict[str, Any],
+        reopen: Callable[[], Any] | None = None,
+        files: Path | None = None,
+        owner: str = "",
     ) -> None:
         self.config = config
         self.incremental = config.get("method", "lucene") in INCREMENTAL_METHODS and "delta" not in config
@@ -56,7 +60,7 @@ class LexicalIndex:
         self.starts = np.zeros(1, dtype=np.int64)
         self.watermark: Watermark | None = None
         self.saved: Watermark | None = None
-        self.files = files
+        self.files, self.owner = files, owner  # owner: the collection's id, recorded in its files
         self.generation: int | None = None
         self._reopen = reopen
         self._lock = threading.Lock()
@@ -163,7 +167,7 @@ class LexicalIndex:
         from .lexical_files import load
 
         folder = self._folder()
-        snap = load(folder, store.watermark()) if folder.is_dir() else None
+        snap = load(folder, store.watermark, self.owner) if folder.is_dir() else None
         if snap is None:
             return
         options = {k: v for k, v in self.config.items() if k in ("k1", "b", "method")}
@@ -188,7 +192,8 @@ class LexicalIndex:
                 return
             segments, lengths, alive = self.bm25.state()
             try:
-                written = save(self._folder(), Snapshot(watermark, segments, lengths, alive, labels, starts))
+                snap = Snapshot(watermark, segments, lengths, alive, labels, starts)
+                written = save(self._folder(), snap, self.owner)
             except OSError as e:
                 logging.getLogger(__name__).warning("munjang: lexical index not saved: %s", e)
                 return
@@ -251,8 +256,12 @@ class LexicalIndex:
         return [found.get(int(x), []) for x in labels]
 
     def problems(self, store: Any, labels: np.ndarray) -> list[str]:
+        """The index's labels against the store's, and (with files) every saved file verified."""
+        from .lexical_files import problems
+
         self.sync(store, wait=True)
-        return [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
+        found = [] if np.array_equal(self.labels, labels) else ["lexical index does not match the documents"]
+        return found + (problems(self._folder(), self.owner) if self.persistent and self.files else [])
 
     def save_files(self, store: Any, least: int = 1) -> None:
         """Bring the saved files up to the store (what it added: a new reader maps them), once at

@@ -12,30 +12,40 @@ so a crash leaves the previous manifest whole; whatever is found is caught up fr
 its watermark (passages after L, deletions after D), exactly as an index built in memory. A save
 writes only the segments made since the last one (an add's own, and merges: O(log n) per posting
 over the index's life) and the bitmap (n / 8 bytes). Files no manifest names are then removed, by
-the writer only (it holds the collection's write lock). A reader that finds a file gone or damaged
-tries the newest manifest again, then an older one, then rebuilds from the store: never a wrong
-answer, at worst a slower open.
+the writer only (it holds the collection's write lock). Each file is verified when it is opened
+(`index/array_file.py`: checksums; the collection's id, `owner`; the manifest's watermark against its
+name): a reader that finds a file gone tries the newest manifest again, one damaged or ahead of the
+store (restored from an older copy) is set aside with a warning, then an older manifest is tried,
+then the index is rebuilt from the store: never a wrong answer, at worst a slower open.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..backends.base import Watermark
-from ..index.array_file import ArrayFileError, read_arrays, write_arrays
+from ..index.array_file import read_arrays, verify_arrays, write_arrays
 from ..index.incremental_bm25 import Segment, TermTable
+from ..index.verified_file import BAD, set_aside, skipped
 
 FORMAT = 1
 MANIFEST = re.compile(r"lexical-(\d+)-(\d+)\.idx")
 SEGMENT = re.compile(r"seg-(\d+)-(\d+)-[0-9a-f]+\.idx")
-log = logging.getLogger(__name__)
+
+
+class DamagedSegment(ValueError):
+    """A segment file a manifest names fails verification."""
+
+    def __init__(self, why: str, segment: Path) -> None:
+        super().__init__(why)
+        self.segment = segment
 
 
 @dataclass
@@ -52,7 +62,7 @@ class Snapshot:
     starts: np.ndarray
 
 
-def save(folder: Path, snap: Snapshot) -> dict[tuple[int, int], Segment]:
+def save(folder: Path, snap: Snapshot, owner: str = "") -> dict[tuple[int, int], Segment]:
     """Write the segments not yet saved, then the manifest, then drop the files it does not name.
     Returns the newly written segments, mapped from their files, by text range."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -68,43 +78,68 @@ def save(folder: Path, snap: Snapshot) -> dict[tuple[int, int], Segment]:
                 "texts": segment.texts, "tfs": segment.tfs, "lengths": snap.lengths[first:end],
                 "labels": snap.labels[p0:p1], "starts": snap.starts[first : end + 1],
             }  # fmt: skip
-            write_arrays(folder / name, arrays, {"format": FORMAT, "first": first, "end": end})
-            segment = _segment(folder, name)[0]
+            meta = {"format": FORMAT, "first": first, "end": end, "collection": owner}
+            write_arrays(folder / name, arrays, meta)
+            segment = _segment(folder, name, owner)[0]
             written[(segment.first, segment.end)] = segment
         names.append(segment.file or "")
     mark = snap.watermark
     manifest = f"lexical-{mark.label}-{mark.deletion}.idx"
-    meta = {"format": FORMAT, "segments": names, "texts": len(snap.lengths), "passages": len(snap.labels)}
+    meta = {
+        "format": FORMAT, "segments": names, "texts": len(snap.lengths), "passages": len(snap.labels),
+        "collection": owner, "watermark": [mark.label, mark.deletion],
+    }  # fmt: skip
     write_arrays(folder / manifest, {"alive": np.packbits(snap.alive)}, meta)
     keep = {manifest, *names}
     for path in folder.iterdir():
-        if path.name not in keep and not path.is_dir():  # a folder is another analysis generation's
+        # a folder is another analysis generation's; a set-aside file is kept for the operator
+        if path.name not in keep and not path.is_dir() and BAD not in path.name:
             path.unlink(missing_ok=True)
     return written
 
 
-def load(folder: Path, limit: Watermark) -> Snapshot | None:
-    """The newest whole saved index not ahead of the store (`limit`), else None. A file removed
-    by the writer while this reads is met by reading the listing again."""
+def load(folder: Path, limit: Callable[[], Watermark], owner: str = "") -> Snapshot | None:
+    """The newest whole saved index not ahead of the store (`limit()`: its watermark, read after the
+    files are listed, since a writer commits before it saves), else None. A file removed by the
+    writer while this reads is met by reading the listing again; a damaged one is set aside."""
     for _ in range(3):
         try:
             found = [(m, p) for p in folder.iterdir() if (m := _mark(p.name)) is not None]
         except OSError:
             return None
         found.sort(key=lambda f: (f[0].label, f[0].deletion), reverse=True)
+        now = limit()
         for mark, path in found:
-            if mark.label > limit.label or mark.deletion > limit.deletion:
-                continue  # a store older than its index files (restored from a copy): not trusted
             try:
-                return _read(folder, path, mark)
+                if mark.label > now.label or mark.deletion > now.deletion:
+                    raise ValueError(
+                        f"{path}: covers more than its store holds ({now.label}, {now.deletion})"
+                    )
+                return _read(folder, path, mark, owner)
             except FileNotFoundError:
                 continue
-            except (OSError, ArrayFileError, ValueError, KeyError, TypeError, IndexError) as e:
-                log.warning(
-                    "munjang: %s unreadable (%s); the lexical index is rebuilt from the store", path, e
-                )
+            except DamagedSegment as e:  # the segment and the manifest that names it
+                set_aside(path, e, [e.segment])
+                continue
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                set_aside(path, e)
+                continue
+            except OSError as e:  # unreadable now (permissions, no descriptors left): not damaged
+                skipped(path, e)
                 continue
     return None
+
+
+def problems(folder: Path, owner: str = "") -> list[str]:
+    """One line per saved lexical file that fails verification."""
+    lines = []
+    if folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            if BAD not in path.name and (MANIFEST.fullmatch(path.name) or SEGMENT.fullmatch(path.name)):
+                why = verify_arrays(path, {"collection": owner})
+                if why is not None:
+                    lines.append(f"lexical index file {why}")
+    return lines
 
 
 def _mark(name: str) -> Watermark | None:
@@ -112,15 +147,18 @@ def _mark(name: str) -> Watermark | None:
     return Watermark(int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _read(folder: Path, path: Path, mark: Watermark) -> Snapshot:
-    meta, arrays = read_arrays(path)
+def _read(folder: Path, path: Path, mark: Watermark, owner: str) -> Snapshot:
+    meta, arrays = read_arrays(path, {"collection": owner, "watermark": [mark.label, mark.deletion]})
     if meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format')!r}")
     count, passages = int(meta["texts"]), int(meta["passages"])
     segments: list[Segment] = []
     lengths, labels, starts = [], [], []
     for name in meta["segments"]:
-        segment, extra = _segment(folder, str(name))
+        try:
+            segment, extra = _segment(folder, str(name), owner)
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            raise DamagedSegment(str(e), folder / str(name)) from None
         if segment.first != (segments[-1].end if segments else 0):
             raise ValueError(f"{name}: segments not contiguous")
         segments.append(segment)
@@ -144,11 +182,11 @@ def _read(folder: Path, path: Path, mark: Watermark) -> Snapshot:
     return Snapshot(mark, segments, all_lengths, alive, all_labels, all_starts)
 
 
-def _segment(folder: Path, name: str) -> tuple[Segment, dict[str, np.ndarray]]:
-    """A segment file mapped: the segment and its per-text / per-passage arrays."""
+def _segment(folder: Path, name: str, owner: str) -> tuple[Segment, dict[str, np.ndarray]]:
+    """A segment file mapped, verified: the segment and its per-text / per-passage arrays."""
     if not SEGMENT.fullmatch(name) or os.sep in name:
         raise ValueError(f"{name!r}: not a segment file name")
-    meta, a = read_arrays(folder / name)
+    meta, a = read_arrays(folder / name, {"collection": owner})
     first, end = int(meta["first"]), int(meta["end"])
     offsets, ptr = a["offsets"], a["ptr"]
     if (

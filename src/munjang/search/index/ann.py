@@ -13,9 +13,12 @@ are slower than the other two on the benchmark CPU, both to build and to search;
 vector memory and closes most of that gap with unchanged recall@10 (figures in docs/benchmarks.md).
 
 File format: the usearch index bytes, then a JSON footer (format, version, configuration, count, payload
-size), then 16 bytes (footer length as little-endian uint64, magic). One file, written to a temporary
-sibling and renamed into place, so a crash mid-save leaves the previous file intact and the configuration
-can never disagree with the graph it describes.
+size, the caller's `meta`, and the xxh3-64 digest of the payload and the rest of the footer), then 16
+bytes (footer length as little-endian uint64, magic). One file, written to a temporary sibling and
+renamed into place, so a crash mid-save leaves the previous file intact and the configuration can never
+disagree with the graph it describes. The digest is checked on load before usearch sees a byte
+(usearch trusts its file: a garbled graph can crash the process); a file without one (an older
+munjang's) is refused as unverifiable, and so is anything but a regular file.
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
 from usearch.index import BatchMatches, Index, MetricKind, ScalarKind
 
 from ..._util.atomic import atomic_write
 from ...errors import MunjangError
+from .verified_file import DamagedIndexFile, UnverifiedFile, mapped, opened
 
 __all__ = ["METRICS", "HNSWIndex", "IndexFileError"]
 
@@ -47,8 +52,12 @@ _FORMAT_VERSION = 1
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-class IndexFileError(MunjangError, ValueError):
+class IndexFileError(MunjangError, DamagedIndexFile):
     """An index file is not a munjang index, is truncated or corrupt, or disagrees with its configuration."""
+
+
+class UnverifiedIndexFile(IndexFileError, UnverifiedFile):
+    """An index file written without a checksum (by an older munjang)."""
 
 
 # ---------------------------------------------------------------- input checks shared with quantization.py
@@ -120,7 +129,8 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], None], footer: dict[str, Any]) -> None:
     """Write a file with `write(tmp)` plus a JSON footer to a temporary sibling, then rename it to `path`.
 
-    The footer records the payload size so a truncated or foreign file is recognised on load.
+    The footer records the payload size, so a truncated or foreign file is recognised on load, and
+    the xxh3-64 digest of the payload and the footer, so a garbled one is.
     """
     path = Path(path)
     if not path.parent.is_dir():
@@ -128,7 +138,13 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], None], fo
 
     def with_footer(tmp: Path) -> None:
         write(tmp)
-        data = json.dumps({**footer, "payload_bytes": tmp.stat().st_size}).encode("utf-8")
+        rest = {**footer, "payload_bytes": tmp.stat().st_size}
+        digest = xxhash.xxh3_64()
+        with open(tmp, "rb") as f:
+            while block := f.read(1 << 24):
+                digest.update(block)
+        digest.update(json.dumps(rest).encode("utf-8"))
+        data = json.dumps({**rest, "xxh3": digest.hexdigest()}).encode("utf-8")
         with open(tmp, "ab") as f:
             f.write(data)
             f.write(_FOOTER.pack(len(data), _MAGIC))
@@ -136,21 +152,27 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], None], fo
     atomic_write(path, with_footer, fsync=True)
 
 
-def read_footer(path: str | os.PathLike[str], fmt: str) -> dict[str, Any]:
-    """The JSON footer of a file written by `write_atomic`; FileNotFoundError or IndexFileError."""
+def read_footer(
+    path: str | os.PathLike[str], fmt: str, expect: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON footer of a file written by `write_atomic`, its digest verified over the whole file;
+    FileNotFoundError or IndexFileError. `expect`: values the footer's `meta` must hold (a file
+    without a digest, an older munjang's, is then refused; without `expect` it loads as it did)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"index file {path} does not exist")
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if size < _FOOTER.size:
-            raise IndexFileError(f"{path} is not a munjang index file (only {size} bytes)")
-        f.seek(size - _FOOTER.size)
-        length, magic = _FOOTER.unpack(f.read(_FOOTER.size))
-        if magic != _MAGIC or length > size - _FOOTER.size:
-            raise IndexFileError(f"{path} is not a munjang index file, or it is truncated (no footer)")
-        f.seek(size - _FOOTER.size - length)
-        raw = f.read(length)
+    try:
+        with opened(path) as fd:
+            whole = mapped(fd)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"index file {path} does not exist") from None
+    except DamagedIndexFile as e:
+        raise IndexFileError(str(e)) from None
+    size = 0 if whole is None else len(whole)
+    if whole is None or size < _FOOTER.size:
+        raise IndexFileError(f"{path} is not a munjang index file (only {size} bytes)")
+    length, magic = _FOOTER.unpack(whole[size - _FOOTER.size :])
+    if magic != _MAGIC or length > size - _FOOTER.size:
+        raise IndexFileError(f"{path} is not a munjang index file, or it is truncated (no footer)")
+    raw = whole[size - _FOOTER.size - length : size - _FOOTER.size]
     try:
         footer = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -160,11 +182,36 @@ def read_footer(path: str | os.PathLike[str], fmt: str) -> dict[str, Any]:
         raise IndexFileError(f"{path} holds a {found!r} index, expected {fmt!r}")
     if footer.get("version") != _FORMAT_VERSION:
         raise IndexFileError(f"{path}: unsupported {fmt} format version {footer.get('version')!r}")
-    if footer.get("payload_bytes") != size - _FOOTER.size - length:
+    payload = size - _FOOTER.size - length
+    if footer.get("payload_bytes") != payload:
         raise IndexFileError(f"{path} is truncated or corrupt: its size does not match its footer")
+    if "xxh3" in footer:
+        rest = {key: value for key, value in footer.items() if key != "xxh3"}
+        digest = xxhash.xxh3_64(memoryview(whole)[:payload])
+        digest.update(json.dumps(rest).encode("utf-8"))
+        if digest.hexdigest() != footer["xxh3"]:
+            raise IndexFileError(f"{path}: checksum mismatch (the file is garbled)")
+    elif expect is not None:  # a collection's file must be verified; a standalone one loads as before
+        raise UnverifiedIndexFile(f"{path}: written without a checksum (by an older munjang)")
     if not isinstance(footer.get("config"), dict):
         raise IndexFileError(f"{path}: the index footer has no configuration")
+    meta = footer["meta"] if isinstance(footer.get("meta"), dict) else {}
+    for key, want in (expect or {}).items():
+        if meta.get(key) != want:
+            raise IndexFileError(f"{path}: written for {key} {meta.get(key)!r}, not {want!r}")
     return footer
+
+
+def verify_index_file(path: str | os.PathLike[str], expect: Mapping[str, Any] | None = None) -> str | None:
+    """Why the HNSW file at `path` is damaged (None: it is whole, and `expect`'s; or written by
+    an older munjang, never used); usearch never reads it here."""
+    try:
+        read_footer(path, _HNSW_FORMAT, expect)
+    except UnverifiedFile:
+        return None
+    except (OSError, IndexFileError) as e:
+        return str(e)
+    return None
 
 
 # ---------------------------------------------------------------- HNSW
@@ -365,13 +412,15 @@ class HNSWIndex:
             "dtype": self.dtype,
         }
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index and its configuration to one file, atomically (temporary sibling, then rename)."""
+    def save(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None) -> None:
+        """Write the index and its configuration to one file, atomically (temporary sibling, then
+        rename); `meta` (JSON: whose index it is) is kept in the footer for `load(expect=...)`."""
         footer = {
             "format": _HNSW_FORMAT,
             "version": _FORMAT_VERSION,
             "config": self.get_config_dict(),
             "count": len(self),
+            "meta": dict(meta or {}),
         }
 
         def write(tmp: Path) -> None:
@@ -380,14 +429,21 @@ class HNSWIndex:
         write_atomic(path, write, footer)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], view: bool = False, threads: int = 0) -> HNSWIndex:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        view: bool = False,
+        threads: int = 0,
+        expect: Mapping[str, Any] | None = None,
+    ) -> HNSWIndex:
         """Load an index written by `save`; `view=True` memory-maps the file read-only instead of reading it.
 
         Raises FileNotFoundError for a missing file and IndexFileError (a ValueError) for one that is not a
-        munjang HNSW index, is truncated, or disagrees with its stored configuration.
+        munjang HNSW index, is truncated or garbled (its checksum, verified before usearch reads it),
+        disagrees with its stored configuration, or whose `meta` lacks the values in `expect`.
         """
         path = Path(path)
-        footer = read_footer(path, _HNSW_FORMAT)
+        footer = read_footer(path, _HNSW_FORMAT, expect)
         config = footer["config"]
         try:
             index = cls(**config, threads=threads)

@@ -11,12 +11,13 @@ an `ExactIndex` holding the same vectors: the same dot products, equal scores lo
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .array_file import read_arrays, write_arrays
+from .array_file import ArrayFileError, read_arrays, write_arrays
 from .exact import ExactIndex, _normalized, merge_hits, top_k_exact
 
 
@@ -32,8 +33,12 @@ class MappedExactIndex:
         self.tail: ExactIndex | MappedExactIndex = ExactIndex(dim, metric)
 
     @classmethod
-    def load(cls, path: Path, dim: int, metric: str) -> MappedExactIndex:
-        meta, arrays = read_arrays(path)
+    def load(
+        cls, path: Path, dim: int, metric: str, expect: Mapping[str, Any] | None = None
+    ) -> MappedExactIndex:
+        """The saved index at `path`, verified (`read_arrays`: checksums, and `expect`'s values in its
+        meta); ArrayFileError or ValueError when it is not a whole exact index of these vectors."""
+        meta, arrays = read_arrays(path, expect)
         labels, vectors = arrays["labels"], arrays["vectors"]
         if (
             meta.get("dim") != dim
@@ -43,13 +48,14 @@ class MappedExactIndex:
             or vectors.dtype != np.float32
             or (len(labels) > 1 and labels[0] >= labels[-1])
         ):
-            raise ValueError(f"{path}: not an exact index of {dim}-d {metric} vectors")
+            raise ArrayFileError(f"{path}: not an exact index of {dim}-d {metric} vectors")
         return cls(dim, metric, labels, vectors)
 
     @staticmethod
-    def save(index: Any, path: Path) -> None:
-        """Write an exact index's labels and vectors (an `ExactIndex` or a mapped one) to `path`."""
-        meta = {"kind": "exact", "dim": index.dim, "metric": index.metric}
+    def save(index: Any, path: Path, meta: Mapping[str, Any] | None = None) -> None:
+        """Write an exact index's labels and vectors (an `ExactIndex` or a mapped one) to `path`;
+        `meta` (JSON: whose index it is, the watermark it covers) is kept for `load(expect=...)`."""
+        meta = {**(meta or {}), "kind": "exact", "dim": index.dim, "metric": index.metric}
         write_arrays(path, {"labels": index.ids(), "vectors": index.vectors()}, meta)
 
     def __len__(self) -> int:

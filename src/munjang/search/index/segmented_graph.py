@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -168,7 +169,7 @@ class SegmentedGraph:
             raise ValueError(f"id {int(keys[~found][0])} is not in the index")
         return out
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None) -> None:
         """Write the segments to `path` and `path.seg-N`: a segment unchanged since its last save is
         linked (copied where links are not possible), not written. Segment 0, which names the set,
         is written last, so a reader that finds it finds all the others."""
@@ -184,7 +185,7 @@ class SegmentedGraph:
                 atomic_write(target, partial(_link, source))
                 linked = True
             else:
-                self.segments[number].save(target)
+                self.segments[number].save(target, meta)
             self._files[number] = target
         if linked:
             fsync_folder(path.parent)
@@ -196,13 +197,15 @@ class SegmentedGraph:
         view: bool = False,
         segment_size: int = SEGMENT_SIZE,
         threads: int = 0,
+        expect: Mapping[str, Any] | None = None,
     ) -> SegmentedGraph:
-        """The graph saved at `path`, its segments read in or (`view`) mapped. FileNotFoundError when
+        """The graph saved at `path`, its segments read in or (`view`) mapped, each verified first
+        (`HNSWIndex.load`, `expect`: values each segment's meta must hold). FileNotFoundError when
         `path` is removed meanwhile (a writer saved a newer graph): its segment list may be short."""
         path = Path(path)
-        segments = [HNSWIndex.load(path, view=view, threads=threads)]
+        segments = [HNSWIndex.load(path, view=view, threads=threads, expect=expect)]
         while (file := segment_file(path, len(segments))).exists():
-            segments.append(HNSWIndex.load(file, view=view, threads=threads))
+            segments.append(HNSWIndex.load(file, view=view, threads=threads, expect=expect))
         if not path.exists():
             raise FileNotFoundError(f"{path} was replaced while it was being opened")
         config = segments[0].get_config_dict()

@@ -15,6 +15,7 @@ opens; every retriever runs in this process (`FolderBackend.retriever`).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,9 @@ from .sqlite_store import DocumentStore
 
 DB_NAME = "collection.db"
 LOCK_NAME = "write.lock"
+# The collection's id, kept in its metadata: each index file saved beside the store records it, so a
+# file of another collection put in its place is refused (`index/verified_file.py`).
+OWNER = "collection_id"
 
 
 def staging_folder(target: Path) -> Path:
@@ -81,7 +85,7 @@ class FolderBackend:
         staging = staging_folder(target)
         try:
             store = DocumentStore(staging / DB_NAME, create=True)
-            store.set_meta(config)
+            store.set_meta({**config, OWNER: secrets.token_hex(8)})
             store.close()
             os.rename(staging, target)
         except BaseException:
@@ -89,9 +93,18 @@ class FolderBackend:
             raise
 
     def open_store(self, readonly: bool) -> DocumentStore:
+        """The store; a writer gives a collection made before ids its `collection_id` (its saved
+        index files, which name none, are then set aside and rebuilt once)."""
         if not self.path.is_dir():
             raise CollectionError(f"{self.path}: no such collection folder")
-        return DocumentStore(self.path / DB_NAME, readonly=readonly)
+        store = DocumentStore(self.path / DB_NAME, readonly=readonly)
+        if not readonly and OWNER not in store.get_meta():
+            try:
+                store.set_meta({OWNER: secrets.token_hex(8)})
+            except BaseException:
+                store.close()
+                raise
+        return store
 
     def writable(self) -> bool:
         return writable_media(self.path)
@@ -106,14 +119,15 @@ class FolderBackend:
         if kind == "dense":
             dense = DenseIndex(
                 config["index"], config["dim"], config["metric"], config["model"], config["hnsw"],
-                follow=store.readonly,
+                follow=store.readonly, owner=str(config.get(OWNER, "")),
             )  # fmt: skip
-            dense.load(self.path)
+            dense.load(self.path, store)
             return dense
         if kind == "lexical":
             return LexicalIndex(
-                config["lexical"], self.reader() if background else None, self.path / "lexical"
-            )
+                config["lexical"], self.reader() if background else None, self.path / "lexical",
+                owner=str(config.get(OWNER, "")),
+            )  # fmt: skip
         # The extra retrievers' indexes are imported when a collection has them (`collection/retrievers.py`)
         from ...followers.retrievers import LiveSparseIndex, LiveTokenIndex
 
