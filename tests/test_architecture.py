@@ -34,7 +34,7 @@ LAYERS = [
     # search: the storage contract, the in-process followers of a store, the backends, Collection
     "search.backends.base", "search.backends.filters", "search.backends.disk_faults", "search.followers",
     "search.backends", "search.collection", "search",
-    "ingest", "applications", "distributed", "training", "client", "integrations", "server", "cli",
+    "ingest", "applications", "distributed", "training", "client", "integrations", "access", "server", "cli",
     "__init__",
 ]  # fmt: skip
 

@@ -27,6 +27,7 @@ from . import (
     encode,
     index,
     info,
+    keys,
     models,
     search,
     serve,
@@ -53,6 +54,9 @@ COMMANDS = (
         "Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
         "or in PostgreSQL + pgvector or Qdrant with --backend.",
         (index, collections, analysis),
+    ),
+    Group(
+        "keys", "Scoped API keys for `munjang serve`: create (prints the secret once), list, revoke.", (keys,)
     ),
     Group(
         "models",

@@ -74,6 +74,14 @@ def serve(
             envvar="MUNJANG_API_KEY", help="Require 'Authorization: Bearer KEY' (/health stays open)."
         ),
     ] = None,
+    keys: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="MUNJANG_KEYS",
+            help="Scoped API keys (`munjang keys create`), read again when the file changes. Default: "
+            "keys.json in --collections-dir, if there.",
+        ),
+    ] = None,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -231,6 +239,7 @@ def serve(
         collections_dir=collections_dir,
         collections_db=collections_db,
         api_key=api_key,
+        keys_file=_keys_file(keys, collections_dir),
         allowed_hosts=tuple(allowed_host or ()),
         allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,
@@ -263,6 +272,15 @@ def serve(
         timeout_keep_alive=5,
         http=HeaderDeadlineProtocol,
     )
+
+
+def _keys_file(keys: Path | None, collections_dir: Path | None) -> Path | None:
+    """`--keys`, else `keys.json` in the collections folder when it is there; the file must exist."""
+    if keys is None and collections_dir is not None and (collections_dir / "keys.json").is_file():
+        return collections_dir / "keys.json"
+    if keys is not None and not keys.is_file():
+        raise typer.BadParameter(f"--keys {keys}: no such file (create a key with `munjang keys create`)")
+    return keys
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

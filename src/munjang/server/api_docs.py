@@ -10,7 +10,7 @@ is missing, /docs is off and /openapi.json still answers.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,10 @@ def swagger_ui_folder() -> Path | None:
     return Path(str(swagger_ui_path))
 
 
-def add_api_docs(app: FastAPI, api_key: str | None, key_check: Callable[[Request], None]) -> bool:
-    """Register /openapi.json (behind `key_check`) and, with no API key and Swagger UI installed,
-    /docs; returns whether /docs is served. Create the app with `openapi_url=None, docs_url=None,
-    redoc_url=None` so only these are."""
+def add_api_docs(app: FastAPI, protected: bool, key_check: Callable[[Request], Awaitable[None]]) -> bool:
+    """Register /openapi.json (behind `key_check`) and, on a server that needs no key (`protected`
+    False) with Swagger UI installed, /docs; returns whether /docs is served. Create the app with
+    `openapi_url=None, docs_url=None, redoc_url=None` so only these are."""
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(key_check)])
     async def openapi() -> JSONResponse:
@@ -42,7 +42,7 @@ def add_api_docs(app: FastAPI, api_key: str | None, key_check: Callable[[Request
         return JSONResponse(spec)
 
     folder = swagger_ui_folder()
-    if api_key is not None or folder is None:
+    if protected or folder is None:
         return False
     app.mount(ASSETS, StaticFiles(directory=folder), name="docs-assets")
 

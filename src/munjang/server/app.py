@@ -3,9 +3,8 @@ at /docs: api_docs.py), and the web page at / (its files under /static)."""
 
 from __future__ import annotations
 
-import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from starlette.requests import ClientDisconnect
 
 from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
+from .access import Access
 from .api_docs import add_api_docs
 from .backend_choice import backend_status
 from .batcher import DynamicBatcher
@@ -47,7 +47,7 @@ ERROR_ANSWERS: dict[int | str, dict[str, object]] = {
         (400, "Invalid request"),
         (401, "Missing or wrong API key"),
         (404, "Unknown model"),
-        (403, "Host or Origin not allowed"),
+        (403, "Host or Origin not allowed, or the key lacks the scope or collection"),
         (413, "Body too large"),
         (415, "Body is not application/json"),
         (422, "Invalid field"),
@@ -85,23 +85,6 @@ async def read_body(request: Request, limit: int) -> bytes:
         message = "the client disconnected before sending the whole body"
         raise APIError(400, message, None, "client_disconnected") from None
     return b"".join(chunks)
-
-
-def api_key_check(settings: ServerSettings) -> Callable[[Request], None]:
-    """A dependency that answers 401 unless `Authorization: Bearer <settings.api_key>` is sent."""
-
-    def check(request: Request) -> None:
-        if settings.api_key is None:
-            return
-        scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not key.strip():
-            raise APIError(
-                401, "missing API key: send 'Authorization: Bearer <key>'", None, "missing_api_key"
-            )
-        if not secrets.compare_digest(key.strip().encode(), settings.api_key.encode()):
-            raise APIError(401, "incorrect API key", None, "invalid_api_key")
-
-    return check
 
 
 def start_model_processes(settings: ServerSettings) -> dict[str, list[EncoderProcess]]:
@@ -194,8 +177,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         on_refusal=lambda reason: app.state.metrics.rejections.labels(reason=reason).inc(),
     )
 
-    key_check = api_key_check(settings)
-    router = APIRouter(prefix="/v1", dependencies=[Depends(key_check)], responses=ERROR_ANSWERS)
+    access = Access.of(settings)
+    app.state.access = access
+    router = APIRouter(prefix="/v1", dependencies=[Depends(access.guard)], responses=ERROR_ANSWERS)
 
     @router.post(
         "/embeddings",
@@ -245,7 +229,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_drop_route(router, settings, collections)
     app.state.collections = collections
     app.include_router(router)
-    app.state.docs = add_api_docs(app, settings.api_key, key_check)
+    app.state.docs = add_api_docs(app, access.protected, access.read_only)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -35,6 +35,7 @@ from ..search.backends.filters import compile_filter
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
+from .access import check_collection, grant_of, record
 from .analysis_api import add_analysis_routes
 from .compute import ComputeGate
 from .errors import APIError
@@ -227,10 +228,12 @@ def add_collection_routes(
         return {"name": name, **info}
 
     @router.get("/collections")
-    async def list_collections() -> dict[str, Any]:
-        """The served collections with their sizes and settings."""
+    async def list_collections(request: Request) -> dict[str, Any]:
+        """The served collections with their sizes and settings (those the key may touch)."""
         found = []
-        for name in list(served):  # a collection created or dropped meanwhile changes `served`
+        grant = grant_of(request)
+        # a collection created or dropped meanwhile changes `served`
+        for name in [n for n in served if grant.reaches(n)]:
             try:
                 found.append(await info_of(name))
             except APIError as e:
@@ -250,6 +253,7 @@ def add_collection_routes(
             )
         if not NAME.fullmatch(parsed.name):
             raise APIError(400, "'name' must be 1-64 letters, digits, '_', '-' or '.'", "name")
+        check_collection(grant_of(request), parsed.name)
         if parsed.name in served:
             raise APIError(409, f"collection {parsed.name!r} already exists", "name", "already_exists")
         if len(served) >= settings.max_collections:
@@ -280,6 +284,7 @@ def add_collection_routes(
             raise APIError(409, str(e), "name", "read_only") from e
         except (CollectionError, ValueError) as e:
             raise APIError(400, str(e), "name") from e
+        record(request, parsed.name)
         return await info_of(parsed.name)
 
     @router.get("/collections/{name}")
@@ -307,6 +312,7 @@ def add_collection_routes(
             on_conflict=parsed.on_conflict,
             show_progress_bar=False,
         )
+        record(request, added=result.added, updated=result.updated, skipped=result.skipped)
         return {"added": result.added, "updated": result.updated, "skipped": result.skipped}
 
     @router.post("/collections/{name}/delete", openapi_extra=body_schema(DeleteRequest))
@@ -315,6 +321,7 @@ def add_collection_routes(
         target = await named(name)
         parsed = parse(DeleteRequest, await read_body(request, settings.max_body_bytes))
         deleted = await target.call(target.collection.delete, parsed.ids)
+        record(request, deleted=deleted)
         return {"deleted": deleted}
 
     @router.post("/collections/{name}/search", openapi_extra=body_schema(SearchRequest))

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 
 from ..errors import MissingExtraError
 from ..ingest import ReadError, ReadLimits, read_bytes, sniff
+from .access import record
 from .compute import ComputeGate
 from .errors import APIError
 from .settings import ServerSettings
@@ -89,6 +90,7 @@ def add_file_routes(
             on_conflict=parsed.on_conflict,
             show_progress_bar=False,
         )
+        record(request, added=result.added, updated=result.updated, skipped=result.skipped)
         return {
             "id": doc.id,
             "format": kind,

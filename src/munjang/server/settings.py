@@ -26,6 +26,9 @@ class ServerSettings:
     (a postgresql:// URL) every collection in that PostgreSQL database is served too, and new ones
     are created there.
     `api_key`: when set, every route but /health needs `Authorization: Bearer <api_key>`.
+    `keys_file`: scoped keys (`munjang keys`; `munjang.access.keys`), read again when the file
+    changes: each key's scopes and collections decide what it may do (`server.access`); `api_key`
+    beside it keeps every scope.
     `allowed_hosts` / `allowed_origins`: added to the Host and Origin allow-lists (`server.guard`:
     a server bound to loopback answers loopback Host names only; `*` allows any).
     `batch_max_tokens` / `batch_max_wait_ms`: concurrent requests are merged into model batches of
@@ -58,6 +61,7 @@ class ServerSettings:
     collections_dir: Path | None = None
     collections_db: str | None = None
     api_key: str | None = None
+    keys_file: Path | None = None
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000
     max_body_bytes: int = 8_000_000

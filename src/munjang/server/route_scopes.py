@@ -1,0 +1,54 @@
+"""The one place that says which scope each route and each MCP tool needs, and which of its
+parameters names the collection it touches (checked against a key's collections).
+
+Every route under /v1 must be listed: `access.Access.guard` refuses one that is not (403
+`scope_undeclared`), and tests/server/test_scoped_keys.py fails for any such route, so a route added
+without a scope is caught before it ships. Scopes: `read` (embeddings, similarity, rerank, search),
+`write` (add, delete, upload), `admin` (create, drop, snapshots, aliases)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..access import Scope
+
+
+class Rule(NamedTuple):
+    """A route's (or tool's) scope, and the path parameter (tool argument) naming its collection."""
+
+    scope: Scope
+    collection: str | None = None
+
+
+# (method, path as registered) -> rule
+ROUTE_SCOPES: dict[tuple[str, str], Rule] = {
+    ("POST", "/v1/embeddings"): Rule("read"),
+    ("GET", "/v1/models"): Rule("read"),
+    ("POST", "/v1/similarity"): Rule("read"),
+    ("POST", "/v1/tokenize"): Rule("read"),
+    ("POST", "/v1/rerank"): Rule("read"),
+    ("POST", "/v1/sparse_embeddings"): Rule("read"),
+    ("POST", "/v1/multi_vector_embeddings"): Rule("read"),
+    ("POST", "/v1/multi_vector_similarity"): Rule("read"),
+    # the list shows a collection-limited key its own collections only
+    ("GET", "/v1/collections"): Rule("read"),
+    # the new collection's name is in the body: the route checks it against the key's collections
+    ("POST", "/v1/collections"): Rule("admin"),
+    ("GET", "/v1/collections/{name}"): Rule("read", "name"),
+    ("POST", "/v1/collections/{name}/search"): Rule("read", "name"),
+    ("POST", "/v1/collections/{name}/map"): Rule("read", "name"),
+    ("GET", "/v1/collections/{name}/images/{doc_id:path}"): Rule("read", "name"),
+    ("POST", "/v1/collections/{name}/documents"): Rule("write", "name"),
+    ("POST", "/v1/collections/{name}/delete"): Rule("write", "name"),
+    ("POST", "/v1/collections/{name}/files"): Rule("write", "name"),
+    ("DELETE", "/v1/collections/{name}"): Rule("admin", "name"),
+}
+
+# MCP tool name -> rule (the collection named by the tool's `collection` argument)
+TOOL_SCOPES: dict[str, Rule] = {
+    "list_collections": Rule("read"),
+    "search": Rule("read", "collection"),
+    "fetch_document": Rule("read", "collection"),
+    "add_documents": Rule("write", "collection"),
+    "embed": Rule("read"),
+}
