@@ -34,6 +34,8 @@ EXTRAS = {
     "mteb": ("running MTEB tasks", "mteb"),
     "mecab": ("the MeCab tokenizer (auto-mecab, mecab)", "mecab"),
     "gensim": ("fitting word2vec", "word2vec"),
+    "mcp": ("the MCP server (munjang mcp, serve --mcp)", "mcp"),
+    "opentelemetry": ("tracing (--otlp-endpoint)", "otel"),
 }
 
 

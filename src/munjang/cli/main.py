@@ -28,6 +28,7 @@ from . import (
     index,
     info,
     keys,
+    mcp,
     models,
     search,
     serve,
@@ -47,7 +48,7 @@ class Group(NamedTuple):
 
 # In the order `munjang --help` lists them.
 COMMANDS = (
-    Group(None, None, (apps, topics, serve, train, adapt, encode, search, info, demo)),
+    Group(None, None, (apps, topics, serve, mcp, train, adapt, encode, search, info, demo)),
     Group("eval", "Evaluate a model on a benchmark.", (evaluate,)),
     Group(
         "index",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import socket
 import sys
@@ -80,6 +81,14 @@ def serve(
             envvar="MUNJANG_KEYS",
             help="Scoped API keys (`munjang keys create`), read again when the file changes. Default: "
             "keys.json in --collections-dir, if there.",
+        ),
+    ] = None,
+    mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--mcp/--no-mcp",
+            help="Serve the MCP tools at /mcp (streamable HTTP, behind the same keys). Default: on when "
+            "the mcp package is installed (munjang[mcp]).",
         ),
     ] = None,
     allowed_host: Annotated[
@@ -170,6 +179,9 @@ def serve(
 
     uvicorn = require("uvicorn")
     require("fastapi")
+    if mcp:
+        require("mcp")
+    serve_mcp = mcp if mcp is not None else importlib.util.find_spec("mcp") is not None
 
     # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
     # only fight the model's threads for the cores and lower the throughput under load.
@@ -240,6 +252,7 @@ def serve(
         collections_db=collections_db,
         api_key=api_key,
         keys_file=_keys_file(keys, collections_dir),
+        mcp=serve_mcp,
         allowed_hosts=tuple(allowed_host or ()),
         allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,
@@ -263,6 +276,8 @@ def serve(
     docs = "API docs: /docs" if web_app.state.docs else "OpenAPI schema: /openapi.json, with the key"
     typer.echo(f"serving {', '.join(encoders)} at http://{shown}:{port}/v1 ({docs})")
     typer.echo(f"web page: http://{shown}:{port}/")
+    if serve_mcp:
+        typer.echo(f"MCP (streamable HTTP): http://{shown}:{port}/mcp")
     uvicorn.run(
         web_app,
         fd=listening.fileno(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -142,9 +142,16 @@ def create_app(settings: ServerSettings) -> FastAPI:
         settings.max_queue_wait_s,
     )
 
+    running: list[
+        AbstractAsyncContextManager[None]
+    ] = []  # what the lifespan enters: the MCP transport, when served
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with AsyncExitStack() as stack:
+            for context in running:
+                await stack.enter_async_context(context)
+            yield
         gate.close()
         if settings.background_choice is not None:
             settings.background_choice.close()
@@ -229,6 +236,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_drop_route(router, settings, collections)
     app.state.collections = collections
     app.include_router(router)
+    if settings.mcp:
+        from .mcp_server import ServedParts, mount_mcp
+
+        running.append(mount_mcp(app, ServedParts(settings, collections, gate, batchers), access))
     app.state.docs = add_api_docs(app, access.protected, access.read_only)
 
     @app.get("/", include_in_schema=False)

@@ -204,6 +204,105 @@ def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Coll
     )
 
 
+async def find_served(served: dict[str, ServedCollection], name: str) -> ServedCollection:
+    """The served collection `name` once open; 404 naming those served when there is none."""
+    found = served.get(name)
+    if found is None:
+        known = ", ".join(served) or "none"
+        raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")
+    return await found.ready()
+
+
+async def add_to(target: ServedCollection, parsed: AddRequest, settings: ServerSettings) -> Any:
+    """Add a request's documents to `target` under the server's limits (its count and text
+    bounds); its AddResult. Shared by the HTTP route and the MCP tool."""
+    if not parsed.documents:
+        raise APIError(400, "'documents' must not be empty", "documents", "empty_input")
+    if len(parsed.documents) > settings.max_inputs_per_request:
+        raise APIError(400, f"'documents' has over {settings.max_inputs_per_request} items", "documents")
+    for i, doc in enumerate(parsed.documents):
+        non_empty_text(doc.text, f"documents[{i}].text", settings)
+    docs = parsed.documents
+    return await target.call(
+        target.collection.add,
+        [d.id for d in docs],
+        [d.text for d in docs],
+        [d.metadata for d in docs],
+        on_conflict=parsed.on_conflict,
+        show_progress_bar=False,
+    )
+
+
+async def search_in(
+    name: str,
+    target: ServedCollection,
+    parsed: SearchRequest,
+    settings: ServerSettings,
+    gate: ComputeGate,
+    request: Request | None,
+) -> dict[str, Any]:
+    """One search of a served collection, checked and bounded as every search (under `gate`; dropped
+    if the HTTP client of `request` leaves). Shared by the HTTP route and the MCP tool."""
+    if (parsed.query is None) == (parsed.image is None):
+        raise APIError(400, "give either 'query' (text) or 'image' (base64)", "query")
+    if parsed.image is not None:
+        check_image_size(parsed.image, settings.max_body_bytes)
+    elif parsed.query is not None:
+        non_empty_text(parsed.query, "query", settings)
+    check_filter(parsed.filter)
+    if parsed.mode == "sparse" and target.collection.sparse is None:
+        raise APIError(400, f"collection {name!r} has no sparse retriever", "mode")
+    if parsed.mode == "multi_vector" and target.collection.multi_vector is None:
+        raise APIError(400, f"collection {name!r} has no multi_vector retriever", "mode")
+    if parsed.mode == "m3" and target.collection.m3 is None:
+        raise APIError(400, f"collection {name!r} is not a bge-m3 collection (m3_model)", "mode")
+    checked_weights(parsed.weights, target.collection.retrievers("m3" if parsed.mode == "m3" else "hybrid"))
+    reranker = None
+    if parsed.rerank:
+        if not settings.rerankers:
+            raise APIError(400, "rerank asked, but no reranker is served (--reranker)", "rerank")
+        reranker = next(iter(settings.rerankers.values()))
+
+    def search_with_terms(collection: Collection) -> tuple[list[Any], list[list[str]]]:
+        query: Any = parsed.query
+        if parsed.image is not None:  # the model is checked before any pixel is decoded
+            check_image_collection(collection, name)
+            query = decode_image_query(parsed.image, settings.max_body_bytes, MAX_QUERY_PIXELS)
+        hits = collection.search(
+            query,
+            parsed.top_k,
+            mode=parsed.mode or ("dense" if parsed.image is not None else "hybrid"),
+            filter=parsed.filter,
+            fusion=parsed.fusion,
+            weights=parsed.weights,
+            rerank=reranker,
+            rerank_k=parsed.rerank_k,
+            unit=parsed.unit,
+            aggregate=parsed.aggregate,
+        )
+        if parsed.query is None:
+            return hits, [[] for _ in hits]
+        return hits, collection.matched_terms(parsed.query, hits)
+
+    hits, terms = await target.read(search_with_terms, gate, request)
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": h.id,
+                "text": h.text,
+                "metadata": h.metadata,
+                "score": h.score,
+                "scores": h.scores,
+                "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
+                "location": labelled(h.metadata, h.start),
+                "matched_terms": matched,
+            }
+            for h, matched in zip(hits, terms, strict=True)
+        ],
+    }
+
+
 def add_collection_routes(
     router: APIRouter,
     settings: ServerSettings,
@@ -215,11 +314,7 @@ def add_collection_routes(
     bounded by `gate` (queue bound, deadline, cancelled when the client leaves)."""
 
     async def named(name: str) -> ServedCollection:
-        found = served.get(name)
-        if found is None:
-            known = ", ".join(served) or "none"
-            raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")
-        return await found.ready()
+        return await find_served(served, name)
 
     async def info_of(name: str) -> dict[str, Any]:
         info: dict[str, Any] = await (await named(name)).read(
@@ -297,21 +392,7 @@ def add_collection_routes(
         """Add (or skip / upsert) documents; everything is durable when the answer comes."""
         target = await named(name)
         parsed = parse(AddRequest, await read_body(request, settings.max_body_bytes))
-        if not parsed.documents:
-            raise APIError(400, "'documents' must not be empty", "documents", "empty_input")
-        if len(parsed.documents) > settings.max_inputs_per_request:
-            raise APIError(400, f"'documents' has over {settings.max_inputs_per_request} items", "documents")
-        for i, doc in enumerate(parsed.documents):
-            non_empty_text(doc.text, f"documents[{i}].text", settings)
-        docs = parsed.documents
-        result = await target.call(
-            target.collection.add,
-            [d.id for d in docs],
-            [d.text for d in docs],
-            [d.metadata for d in docs],
-            on_conflict=parsed.on_conflict,
-            show_progress_bar=False,
-        )
+        result = await add_to(target, parsed, settings)
         record(request, added=result.added, updated=result.updated, skipped=result.skipped)
         return {"added": result.added, "updated": result.updated, "skipped": result.skipped}
 
@@ -330,66 +411,7 @@ def add_collection_routes(
         and cross-encoder rerank."""
         target = await named(name)
         parsed = parse(SearchRequest, await read_body(request, settings.max_body_bytes))
-        if (parsed.query is None) == (parsed.image is None):
-            raise APIError(400, "give either 'query' (text) or 'image' (base64)", "query")
-        if parsed.image is not None:
-            check_image_size(parsed.image, settings.max_body_bytes)
-        else:
-            non_empty_text(parsed.query, "query", settings)
-        check_filter(parsed.filter)
-        if parsed.mode == "sparse" and target.collection.sparse is None:
-            raise APIError(400, f"collection {name!r} has no sparse retriever", "mode")
-        if parsed.mode == "multi_vector" and target.collection.multi_vector is None:
-            raise APIError(400, f"collection {name!r} has no multi_vector retriever", "mode")
-        if parsed.mode == "m3" and target.collection.m3 is None:
-            raise APIError(400, f"collection {name!r} is not a bge-m3 collection (m3_model)", "mode")
-        checked_weights(
-            parsed.weights, target.collection.retrievers("m3" if parsed.mode == "m3" else "hybrid")
-        )
-        reranker = None
-        if parsed.rerank:
-            if not settings.rerankers:
-                raise APIError(400, "rerank asked, but no reranker is served (--reranker)", "rerank")
-            reranker = next(iter(settings.rerankers.values()))
-
-        def search_with_terms(collection: Collection) -> tuple[list[Any], list[list[str]]]:
-            query: Any = parsed.query
-            if parsed.image is not None:  # the model is checked before any pixel is decoded
-                check_image_collection(collection, name)
-                query = decode_image_query(parsed.image, settings.max_body_bytes, MAX_QUERY_PIXELS)
-            hits = collection.search(
-                query,
-                parsed.top_k,
-                mode=parsed.mode or ("dense" if parsed.image is not None else "hybrid"),
-                filter=parsed.filter,
-                fusion=parsed.fusion,
-                weights=parsed.weights,
-                rerank=reranker,
-                rerank_k=parsed.rerank_k,
-                unit=parsed.unit,
-                aggregate=parsed.aggregate,
-            )
-            if parsed.query is None:
-                return hits, [[] for _ in hits]
-            return hits, collection.matched_terms(parsed.query, hits)
-
-        hits, terms = await target.read(search_with_terms, gate, request)
-        return {
-            "object": "list",
-            "data": [
-                {
-                    "id": h.id,
-                    "text": h.text,
-                    "metadata": h.metadata,
-                    "score": h.score,
-                    "scores": h.scores,
-                    "passage": {"chunk": h.chunk, "start": h.start, "end": h.end, "partial": h.partial},
-                    "location": labelled(h.metadata, h.start),
-                    "matched_terms": matched,
-                }
-                for h, matched in zip(hits, terms, strict=True)
-            ],
-        }
+        return await search_in(name, target, parsed, settings, gate, request)
 
     add_image_routes(router, named)
     add_file_routes(router, settings, named, read_body, gate)

@@ -62,6 +62,8 @@ class ServerSettings:
     collections_db: str | None = None
     api_key: str | None = None
     keys_file: Path | None = None
+    # Serve the MCP tools at /mcp (streamable HTTP; needs the `mcp` package: munjang[mcp]).
+    mcp: bool = False
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000
     max_body_bytes: int = 8_000_000
