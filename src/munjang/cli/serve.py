@@ -91,6 +91,15 @@ def serve(
             "the mcp package is installed (munjang[mcp]).",
         ),
     ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MUNJANG_OTLP_ENDPOINT",
+            help="Send a trace of each request's stages (tokenize, queue wait, encode, each retriever, "
+            "fusion, rerank) to this OTLP/HTTP URL, e.g. http://localhost:4318/v1/traces (munjang[otel]). "
+            "Off by default.",
+        ),
+    ] = None,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -181,6 +190,8 @@ def serve(
     require("fastapi")
     if mcp:
         require("mcp")
+    if otlp_endpoint is not None:
+        require("opentelemetry.sdk")
     serve_mcp = mcp if mcp is not None else importlib.util.find_spec("mcp") is not None
 
     # Requests are tokenized in many threads at once; the tokenizer's own thread pool per call would
@@ -253,6 +264,7 @@ def serve(
         api_key=api_key,
         keys_file=_keys_file(keys, collections_dir),
         mcp=serve_mcp,
+        otlp_endpoint=otlp_endpoint,
         allowed_hosts=tuple(allowed_host or ()),
         allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,

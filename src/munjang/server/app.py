@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
+from .._util import tracing
 from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
 from .access import Access
@@ -29,6 +30,7 @@ from .errors import APIError, install_error_handlers, validation_error
 from .guard import RequestGuard, default_allowed_hosts
 from .metrics import ServerMetrics
 from .multi_vector_api import add_multi_vector_routes
+from .request_spans import RequestSpans
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
 from .sparse_api import add_sparse_routes
@@ -183,6 +185,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         allowed_origins=settings.allowed_origins,
         on_refusal=lambda reason: app.state.metrics.rejections.labels(reason=reason).inc(),
     )
+    if settings.otlp_endpoint is not None:
+        tracing.enable(settings.otlp_endpoint)
+    if tracing.TRACER is not None:  # off: no middleware, nothing on the request's path
+        app.add_middleware(RequestSpans)  # outermost: the request's span holds every stage
 
     access = Access.of(settings)
     app.state.access = access

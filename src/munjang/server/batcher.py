@@ -63,6 +63,7 @@ class _Job:
     key: Hashable
     future: Future[np.ndarray]
     deadline: float | None = None  # time.monotonic() past which nobody waits for it
+    on_start: Callable[[], None] | None = None  # called once, when its first rows start encoding
     next: int = 0
     parts: dict[int, np.ndarray] = field(default_factory=dict)  # first row -> its vectors
 
@@ -161,9 +162,11 @@ class DynamicBatcher:
         *,
         prompt_length: int = 0,
         deadline: float | None = None,
+        on_start: Callable[[], None] | None = None,
         **options: Any,
     ) -> Future[np.ndarray]:
         """Queue inputs tokenized already (`transformer.tokenize` output, prompt included).
+        `on_start` is called (on the batcher's thread) when its first rows start encoding.
         `deadline` (`time.monotonic()`): when nobody waits for the vectors any more; a request that
         would not be encoded by then, or within `max_queue_wait_s`, is refused (QueueFullError), and
         one still queued then is dropped."""
@@ -174,7 +177,7 @@ class DynamicBatcher:
             return future
         options = {"prompt_length": prompt_length, **options}
         key = tuple(sorted((k, repr(v)) for k, v in options.items()))
-        job = _Job(encoded, lengths, options, key, future, deadline)
+        job = _Job(encoded, lengths, options, key, future, deadline, on_start)
         tokens = sum(lengths)
         with self._cond:
             if self._closed:
@@ -339,6 +342,10 @@ class DynamicBatcher:
             for key in chosen[0][0].encoded
         }
         rows = len(merged["input_ids"])
+        for job, _, _ in chosen:
+            if job.on_start is not None:
+                job.on_start()
+                job.on_start = None
         started = time.perf_counter()
         try:
             vectors = compute(merged, **chosen[0][0].options)

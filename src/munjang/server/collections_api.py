@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from .._util.tracing import annotate
 from ..applications.projection import project_2d, script_groups, umap_available
 from ..search import CollectionError, ReadOnlyError, StorageFullError
 from ..search.backends.filters import compile_filter
@@ -223,6 +224,7 @@ async def add_to(target: ServedCollection, parsed: AddRequest, settings: ServerS
     for i, doc in enumerate(parsed.documents):
         non_empty_text(doc.text, f"documents[{i}].text", settings)
     docs = parsed.documents
+    annotate(documents=len(docs))
     return await target.call(
         target.collection.add,
         [d.id for d in docs],
@@ -284,7 +286,9 @@ async def search_in(
             return hits, [[] for _ in hits]
         return hits, collection.matched_terms(parsed.query, hits)
 
+    annotate(collection=name, mode=parsed.mode or "hybrid", k=parsed.top_k, rerank=parsed.rerank)
     hits, terms = await target.read(search_with_terms, gate, request)
+    annotate(hits=len(hits))
     return {
         "object": "list",
         "data": [

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from starlette.requests import Request
 
+from .._util.tracing import carry
 from .embed import retry_after, wait_for_client
 from .errors import APIError
 
@@ -153,7 +154,7 @@ class ComputeGate:
                     self.job_time.observe(1, time.monotonic() - started)
 
         try:
-            future: Future[T] = pool.submit(job)
+            future: Future[T] = pool.submit(carry(job, "queue_wait"))
         except BaseException:
             self.release()
             raise

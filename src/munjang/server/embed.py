@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,6 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from tokenizers import Tokenizer
 
+from .._util import tracing
+from .._util.tracing import span
 from ..encoders.dense.encoder import SentenceEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .errors import APIError
@@ -243,14 +246,28 @@ async def embed_batched(
     if encoder.clip is not None or encoder.static is not None:
         return await run_in_threadpool(embed_whole_texts, request, name, encoder, settings)
     deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
-    prepared = await run_in_threadpool(prepare, request, encoder, settings)
+    with span("tokenize", model=name):
+        prepared = await run_in_threadpool(prepare, request, encoder, settings)
+    marks: list[int] = []  # traced: when the request was queued, and when its first batch began
+    traced = tracing.TRACER is not None
+    if traced:
+        marks.append(time.time_ns())
     try:
-        future = batcher.submit_tokenized(prepared.encoded, deadline=deadline, **prepared.options)
+        future = batcher.submit_tokenized(
+            prepared.encoded,
+            deadline=deadline,
+            on_start=(lambda: marks.append(time.time_ns())) if traced else None,
+            **prepared.options,
+        )
     except QueueFullError as e:
         raise APIError(
             503, f"the model is busy: {e}", None, "queue_full", retry_after(e.retry_after)
         ) from None
     vectors = await wait_for_client(future, http, deadline)
+    if len(marks) == 2:
+        rows = len(prepared.encoded["input_ids"])
+        tracing.record("queue_wait", marks[0], marks[1], model=name, rows=rows)
+        tracing.record("encode", marks[1], time.time_ns(), model=name, rows=rows, tokens=prepared.tokens)
     if len(vectors) > INLINE_RESPONSE_ROWS:
         return await run_in_threadpool(respond, request, name, vectors, prepared.tokens)
     return respond(request, name, vectors, prepared.tokens)

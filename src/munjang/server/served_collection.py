@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import Request
 
+from .._util.tracing import carry
 from ..inference.hardware import torch_threads
 from ..search import CollectionError, CollectionNotFoundError, ReadOnlyError, StorageFullError
 from ..search.collection.collection import Collection
@@ -177,7 +178,7 @@ class ServedCollection:
         try:
             if gate is not None:
                 return await gate.run_on(pool, lambda: fn(*args, **kwargs), http)
-            return await asyncio.wrap_future(pool.submit(fn, *args, **kwargs))
+            return await asyncio.wrap_future(pool.submit(carry(fn, "queue_wait"), *args, **kwargs))
         except StorageFullError as e:
             raise APIError(507, str(e), None, "disk_full") from e
         except ReadOnlyError as e:

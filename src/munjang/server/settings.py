@@ -62,6 +62,8 @@ class ServerSettings:
     collections_db: str | None = None
     api_key: str | None = None
     keys_file: Path | None = None
+    # Export a trace of each request's stages over OTLP/HTTP to this URL (munjang[otel]; `_util.tracing`).
+    otlp_endpoint: str | None = None
     # Serve the MCP tools at /mcp (streamable HTTP; needs the `mcp` package: munjang[mcp]).
     mcp: bool = False
     max_inputs_per_request: int = 2048

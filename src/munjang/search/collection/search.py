@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ..._util.tracing import carry, span
 from ...images import is_image_input
 from ..backends.base import (
     Counts,
@@ -190,14 +191,15 @@ class Searcher:
                 m3_weights = self.config["m3"]["weights"] if weights is None else weights
                 ranked = self._m3_ranked(m3_queries, i, [runs[name][i] for name in names], m3_weights, fetch)
             elif mode == "hybrid":
-                fused = fuse(
-                    [runs[name][i] for name in names],
-                    method=fusion,
-                    weights=_hybrid_weights(len(names)) if weights is None else weights,
-                    rrf_k=rrf_k,
-                    normalization=normalization,
-                    top_k=fetch,
-                )
+                with span("fusion", method=fusion, retrievers=len(names), candidates=fetch):
+                    fused = fuse(
+                        [runs[name][i] for name in names],
+                        method=fusion,
+                        weights=_hybrid_weights(len(names)) if weights is None else weights,
+                        rrf_k=rrf_k,
+                        normalization=normalization,
+                        top_k=fetch,
+                    )
                 ranked = [(cast(int, h.key), h.score, _stage_scores(names, h.scores, h.score)) for h in fused]
             else:
                 ranked = [(label, score, {mode: score}) for label, score in runs[mode][i]]
@@ -235,7 +237,7 @@ class Searcher:
         twin = self.dense.apart() if may_part and "dense" in names and len(names) > 1 else None
         pending = None
         if twin is not None:
-            pending = self._beside.submit(self._retrieve, "dense", queries, k, where, batch_size, twin)
+            pending = self._beside.submit(carry(self._retrieve), "dense", queries, k, where, batch_size, twin)
         try:
             runs = {
                 name: self._retrieve(name, queries, k, where, batch_size)
@@ -263,7 +265,8 @@ class Searcher:
         it has something to search; `retriever`: the one to ask (default: the collection's)."""
         if retriever is None:
             retriever = self.retriever(name)
-        return retriever.retrieve(self.store, Queries(queries, self._encoder(name, batch_size)), k, where)
+        with span(f"retrieve.{name}", retriever=name, k=k, queries=len(queries), filtered=where is not None):
+            return retriever.retrieve(self.store, Queries(queries, self._encoder(name, batch_size)), k, where)
 
     def retriever(self, name: str) -> Retriever:
         """The retriever of a search mode: "dense", "lexical", or an extra one's index."""
@@ -278,13 +281,28 @@ class Searcher:
         retriever's model's query side."""
         if name == "dense":
             prompt = self.config["query_prompt_name"]
-            return lambda texts: self.encoding.encode(texts, prompt, batch_size, False, queries=True)
+
+            def encode(texts: list[Any]) -> Any:
+                with span("encode", queries=len(texts)):
+                    return self.encoding.encode(texts, prompt, batch_size, False, queries=True)
+
+            return encode
         if name == "lexical":
             self.follow_analysis()
-            return lambda texts: [
-                tokenize(q[:MAX_QUERY_CHARS]) for tokenize in [self.encoding.query_tokenizer()] for q in texts
-            ]
-        return self.extras[name].encode_queries
+
+            def analyse(texts: list[Any]) -> Any:
+                with span("tokenize", queries=len(texts)):
+                    tokenize = self.encoding.query_tokenizer()
+                    return [tokenize(q[:MAX_QUERY_CHARS]) for q in texts]
+
+            return analyse
+        extra = self.extras[name]
+
+        def encode_extra(texts: list[Any]) -> Any:
+            with span("encode", queries=len(texts), retriever=name):
+                return extra.encode_queries(texts)
+
+        return encode_extra
 
     def _m3_ranked(
         self, queries: Any, i: int, runs: list[list[tuple[int, float]]], weights: Sequence[float], k: int
@@ -327,7 +345,8 @@ class Searcher:
             cross = self._cross_encoder(rerank)
             head = ranked[:rerank_k]
             texts = [docs[label].text for label, _, _ in head]
-            order = cross.rank(query, texts, batch_size=batch_size, show_progress_bar=False)
+            with span("rerank", candidates=len(texts)):
+                order = cross.rank(query, texts, batch_size=batch_size, show_progress_bar=False)
             ranked = [
                 (head[h["corpus_id"]][0], h["score"], {**head[h["corpus_id"]][2], "rerank": h["score"]})
                 for h in order
