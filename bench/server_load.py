@@ -16,6 +16,10 @@ seconds of the same load, uncounted.
 
     python bench/server_load.py                        # 64 clients, 30 s, batches of 8, base64
     python bench/server_load.py --encoding float --clients 16 --seconds 10
+
+`--tracing` compares, in one run, servers with OpenTelemetry absent (the package hidden from the
+server), present but tracing off (the default), and on (`--otlp-endpoint` to a port where nothing
+listens: every span is made, exports fail off the request path), in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -162,6 +166,105 @@ def in_process_per_request(encoder: Any, corpus: list[str], batch: int, seconds:
     return done / (time.perf_counter() - start)
 
 
+def serve_and_load(
+    args: argparse.Namespace, corpus: list[str], extra: list[str], env: dict[str, str]
+) -> dict[str, Any] | None:
+    """Start `munjang serve` (with `extra` arguments and `env`), load it, stop it; None if it did not
+    come up."""
+    port = free_port()
+    command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port), *extra]
+    command += ["--precision", args.precision, "--model", args.model or "all-MiniLM-L6-v2"]
+    if args.batch_tokens:
+        command += ["--batch-tokens", str(args.batch_tokens)]
+    if args.model_processes is not None:
+        command += ["--model-processes", str(args.model_processes)]
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-server-load-{port}.log", "w")  # noqa: SIM115
+    server = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env}
+    )  # a pipe nobody reads would block it
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            print("error: the server did not come up", file=sys.stderr)
+            return None
+        if args.warmup > 0:
+            asyncio.run(load(url, corpus, args, server.pid, args.warmup))
+        return asyncio.run(load(url, corpus, args, server.pid, args.seconds))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def compare_tracing(
+    args: argparse.Namespace, corpus: list[str], env: dict[str, Any], in_process: float
+) -> int:
+    """Servers with OpenTelemetry absent, off and on, in `--rounds` interleaved rounds: the median
+    sentences/s and latency of each."""
+    import tempfile
+
+    hidden = Path(tempfile.mkdtemp(prefix="munjang-no-otel-"))
+    (hidden / "opentelemetry").mkdir()
+    (hidden / "opentelemetry" / "__init__.py").write_text(
+        'raise ImportError("hidden by bench/server_load.py")\n'
+    )
+    path = os.pathsep.join(p for p in (str(hidden), os.environ.get("PYTHONPATH", "")) if p)
+    variants: dict[str, tuple[list[str], dict[str, str]]] = {
+        "absent": (["--no-mcp"], {"PYTHONPATH": path}),
+        "off": (["--no-mcp"], {}),
+        "on": (["--no-mcp", "--otlp-endpoint", f"http://127.0.0.1:{free_port()}/v1/traces"], {}),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    for round_ in range(args.rounds):
+        for name, (extra, variant_env) in variants.items():
+            result = serve_and_load(args, corpus, extra, variant_env)
+            if result is None:
+                return 1
+            runs[name].append(result)
+            print(
+                f"round {round_ + 1} {name:<7} {result['sentences_per_s']:>8} sentences/s  "
+                f"p50 {result['latency_ms_p50']} ms  p99 {result['latency_ms_p99']} ms  "
+                f"errors {result['errors']}"
+            )
+    summary = {
+        name: {
+            "sentences_per_s": [r["sentences_per_s"] for r in results],
+            "median_sentences_per_s": round(statistics.median(r["sentences_per_s"] for r in results), 1),
+            "median_latency_ms_p50": round(statistics.median(r["latency_ms_p50"] for r in results), 1),
+            "median_latency_ms_p99": round(statistics.median(r["latency_ms_p99"] for r in results), 1),
+            "errors": sum(r["errors"] for r in results),
+        }
+        for name, results in runs.items()
+    }
+    base = summary["absent"]["median_sentences_per_s"]
+    for name, figures in summary.items():
+        figures["ratio_to_absent"] = round(figures["median_sentences_per_s"] / base, 3)
+        print(f"  {name:<7} {figures}")
+    if not args.no_write:
+        payload = {
+            "model": args.model or "all-MiniLM-L6-v2 (embedded)",
+            "clients": args.clients,
+            "batch": args.batch,
+            "encoding_format": args.encoding,
+            "seconds_per_run": args.seconds,
+            "rounds": args.rounds,
+            "cores": os.cpu_count(),
+            "in_process_sentences_per_s": round(in_process, 1),
+            "tracing": summary,
+        }
+        print(f"wrote {write_result(args.name, payload, env=env)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=None)
@@ -174,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=20.0, help="seconds of uncounted load first")
     p.add_argument("--batch-tokens", type=int, default=None, help="munjang serve --batch-tokens")
     p.add_argument("--model-processes", type=int, default=None, help="munjang serve --model-processes")
+    p.add_argument("--tracing", action="store_true", help="compare OpenTelemetry absent / off / on")
+    p.add_argument("--rounds", type=int, default=2, help="interleaved rounds of --tracing (default 2)")
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--name", default="server_load", help="result file name (bench/results/NAME.json)")
     args = p.parse_args(argv)
@@ -195,38 +300,11 @@ def main(argv: list[str] | None = None) -> int:
         f"in-process: {in_process:.1f} sentences/s (whole corpus), {per_request:.1f} ({args.batch} per call)"
     )
 
-    port = free_port()
-    command = [sys.executable, "-m", "munjang.cli", "serve", "--port", str(port)]
-    command += ["--precision", args.precision, "--model", args.model or "all-MiniLM-L6-v2"]
-    if args.batch_tokens:
-        command += ["--batch-tokens", str(args.batch_tokens)]
-    if args.model_processes is not None:
-        command += ["--model-processes", str(args.model_processes)]
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"munjang-server-load-{port}.log", "w")  # noqa: SIM115
-    server = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT
-    )  # a pipe nobody reads would block it
-    url = f"http://127.0.0.1:{port}"
-    try:
-        import httpx
-
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            print("error: the server did not come up", file=sys.stderr)
-            return 1
-        if args.warmup > 0:
-            asyncio.run(load(url, corpus, args, server.pid, args.warmup))
-        result = asyncio.run(load(url, corpus, args, server.pid, args.seconds))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    if args.tracing:
+        return compare_tracing(args, corpus, env, in_process)
+    result = serve_and_load(args, corpus, [], {})
+    if result is None:
+        return 1
     result["in_process_sentences_per_s"] = round(in_process, 1)
     result["ratio_to_in_process"] = round(result["sentences_per_s"] / in_process, 3)
     result["in_process_per_request_sentences_per_s"] = round(per_request, 1)
