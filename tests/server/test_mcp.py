@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 import munjang
 from munjang import Collection, load_encoder
-from munjang.access import create_key
+from munjang.access import create_key, revoke_key
 from munjang.server import ServerSettings, create_app
 from tests.helpers.server import live_server
 
@@ -146,14 +146,21 @@ def test_http_collection_limited_key_is_refused_elsewhere(url, keys, caplog) -> 
     assert found["hits"][0]["id"] == "busan"
 
 
-def test_http_without_a_known_key_is_401(url) -> None:  # type: ignore[no-untyped-def]
-    for key in (None, "mj_unknown"):
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-        answer = httpx2.post(
-            url, json=body, headers={**headers, "Accept": "application/json, text/event-stream"}
-        )
-        assert answer.status_code == 401
+def raw_status(url: str, key: str | None) -> int:
+    """The HTTP status of one tools/list posted with `key`."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    return httpx2.post(url, json=body, headers={**headers, **accept}).status_code
+
+
+def test_http_without_a_known_key_is_401_and_a_revoke_is_at_once(url, place) -> None:  # type: ignore[no-untyped-def]
+    assert raw_status(url, None) == 401 and raw_status(url, "mj_unknown") == 401
+    secret = create_key(place / "keys.json", "short-lived", ["read"])
+    failed, _ = call(url, secret, "list_collections", {})
+    assert not failed
+    revoke_key(place / "keys.json", "short-lived")
+    assert raw_status(url, secret) == 401
 
 
 HOSTILE = [

@@ -52,7 +52,7 @@ def mcp(
     from .serve import _named_models
 
     if collections_dir is not None and not collections_dir.is_dir():
-        raise typer.BadParameter(f"--collections-dir {collections_dir}: no such folder")
+        raise ValueError(f"--collections-dir {collections_dir}: no such folder")
     encoders = {
         name: load_encoder(path, device=device)
         for name, path in _named_models(model, DEFAULT_SERVE_MODELS[:1])

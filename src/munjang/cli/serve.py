@@ -306,7 +306,9 @@ def _keys_file(keys: Path | None, collections_dir: Path | None) -> Path | None:
     if keys is None and collections_dir is not None and (collections_dir / "keys.json").is_file():
         return collections_dir / "keys.json"
     if keys is not None and not keys.is_file():
-        raise typer.BadParameter(f"--keys {keys}: no such file (create a key with `munjang keys create`)")
+        from ..access import KeyFileError
+
+        raise KeyFileError(f"--keys {keys}: no such file (create a key with `munjang keys create`)")
     return keys
 
 
