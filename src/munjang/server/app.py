@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
 from .._util import tracing
+from .._util.extras import require
 from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
 from .access import Access
@@ -243,6 +244,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.collections = collections
     app.include_router(router)
     if settings.mcp:
+        require("mcp")
         from .mcp_server import ServedParts, mount_mcp
 
         running.append(mount_mcp(app, ServedParts(settings, collections, gate, batchers), access))
