@@ -33,7 +33,7 @@ from typing import Any
 
 from .._util.atomic import atomic_write
 from ..errors import MunjangError
-from .grants import Grant, Scope, parse_scopes
+from .grants import SCOPES, Grant, Scope, parse_scopes
 
 FORMAT = "munjang-keys"
 VERSION = 1
@@ -156,7 +156,7 @@ def create_key(path: Path, name: str, scopes: Iterable[str], collections: Iterab
         records = read_keys(path)
         if any(r.name == name for r in records):
             raise KeyFileError(f"a key named {name!r} already exists in {path}")
-        order = tuple(s for s in ("read", "write", "admin") if s in granted)
+        order = tuple(s for s in SCOPES if s in granted)
         records.append(KeyRecord(name, hash_secret(secret), order, limited, _now()))
         _write_keys(path, records)
     return secret

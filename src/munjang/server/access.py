@@ -81,9 +81,9 @@ class Access:
     async def guard(self, request: Request) -> AsyncIterator[None]:
         """The /v1 router's dependency: authenticate, check the route's declared scope and
         collection, then (for a write or admin route) write the audit line once it is answered."""
-        route: Any = request.scope.get("route")
+        route: Any = request.scope["route"]  # the matched route, as registered
         method = "GET" if request.method == "HEAD" else request.method
-        path = getattr(route, "path", request.url.path)
+        path: str = route.path
         grant = self.authenticate(request.headers)
         rule = ROUTE_SCOPES.get((method, path))
         if rule is None:

@@ -155,7 +155,7 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
             target = await find_served(parts.collections, collection)
             found = await search_in(collection, target, parsed, settings, parts.gate, None)
             hits = [
-                {k: h[k] for k in ("id", "text", "location", "score", "scores", "metadata")}
+                {field: h[field] for field in ("id", "text", "location", "score", "scores", "metadata")}
                 for h in found["data"]
             ]
             return {"hits": hits}
