@@ -17,9 +17,10 @@ seconds of the same load, uncounted.
     python bench/server_load.py                        # 64 clients, 30 s, batches of 8, base64
     python bench/server_load.py --encoding float --clients 16 --seconds 10
 
-`--tracing` compares, in one run, servers with OpenTelemetry absent (the package hidden from the
-server), present but tracing off (the default), and on (`--otlp-endpoint` to a port where nothing
-listens: every span is made, exports fail off the request path), in interleaved rounds.
+`--tracing` compares, in one run, servers with munjang[otel] absent (the OpenTelemetry SDK hidden
+from the server; FastAPI needs the API package itself), present but tracing off (the default),
+and on (`--otlp-endpoint` to a port where nothing listens: every span is made, exports fail off the
+request path), in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -212,10 +213,11 @@ def compare_tracing(
     sentences/s and latency of each."""
     import tempfile
 
+    # FastAPI requires the OpenTelemetry API itself: "absent" is munjang[otel] (the SDK and the
+    # exporter) not installed, as the server's Python sees it (sitecustomize runs at its start).
     hidden = Path(tempfile.mkdtemp(prefix="munjang-no-otel-"))
-    (hidden / "opentelemetry").mkdir()
-    (hidden / "opentelemetry" / "__init__.py").write_text(
-        'raise ImportError("hidden by bench/server_load.py")\n'
+    (hidden / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['opentelemetry.sdk'] = None\nsys.modules['opentelemetry.exporter'] = None\n"
     )
     path = os.pathsep.join(p for p in (str(hidden), os.environ.get("PYTHONPATH", "")) if p)
     variants: dict[str, tuple[list[str], dict[str, str]]] = {
