@@ -42,6 +42,12 @@ ROUTE_SCOPES: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/collections/{name}/delete"): Rule("write", "name"),
     ("POST", "/v1/collections/{name}/files"): Rule("write", "name"),
     ("DELETE", "/v1/collections/{name}"): Rule("admin", "name"),
+    # Korean analysis: reading it is a read; changing it (re-analyses the collection) is its setup
+    ("POST", "/v1/collections/{name}/analyze"): Rule("read", "name"),
+    ("GET", "/v1/collections/{name}/analysis"): Rule("read", "name"),
+    ("PUT", "/v1/collections/{name}/analysis"): Rule("admin", "name"),
+    ("POST", "/v1/collections/{name}/analysis/dictionary"): Rule("admin", "name"),
+    ("POST", "/v1/collections/{name}/analysis/synonyms"): Rule("admin", "name"),
 }
 
 # MCP tool name -> rule (the collection named by the tool's `collection` argument)
