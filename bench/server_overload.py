@@ -402,8 +402,9 @@ def run_server(
     model: str | None,
 ) -> dict[str, Any]:
     """Sections 1-4 against one `munjang serve`; the result's payload."""
-    collections = str(Path(folder) / "collections")
-    with running_server([*serve, "--collections-dir", collections]) as (url, server):
+    collections = Path(folder) / "collections"
+    collections.mkdir()
+    with running_server([*serve, "--collections-dir", str(collections)]) as (url, server):
         rounds = []
         memory = [server_rss_mib(server.pid)]
         workers = [worker_rss_mib(server.pid)]
