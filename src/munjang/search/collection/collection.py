@@ -55,6 +55,7 @@ from .passages import ChunkingConfig, document_hash, late_key, title_of
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import Searcher
+from .snapshots import PENDING, export_snapshot, import_snapshot
 from .sections import Section, outline_of
 
 CONFLICTS = ("error", "skip", "upsert")
@@ -102,6 +103,11 @@ class Collection:
             hint = " (open it once without read-only to upgrade it)" if version == 1 and readonly else ""
             raise CollectionError(
                 f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
+            )
+        if self.config.get(PENDING):
+            raise CollectionError(
+                f"{self.location}: a restore from a snapshot did not finish; run the same import again "
+                "to resume it, or drop the collection"
             )
         self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
@@ -240,6 +246,50 @@ class Collection:
         except BaseException:
             store.close()
             raise
+
+    @classmethod
+    def import_(
+        cls,
+        path: str | os.PathLike[str],
+        target: str | os.PathLike[str],
+        *,
+        backend: str | None = None,
+        show_progress_bar: bool | None = None,
+        **open_options: Any,
+    ) -> Collection:
+        """Restore the snapshot file `path` (`export`) as the new collection `target` (a folder, or
+        with `backend` a name in that database: any backend, whichever the snapshot came from). No
+        passage is encoded: the snapshot carries the vectors and BM25's tokens. A damaged, altered
+        or newer file, or one made with other weights of the model, is refused before the target is
+        made; an import killed half-way leaves a target that refuses to open until the same import
+        is run again, which resumes it. Returns the collection opened with `open_options`, its
+        indexes built."""
+        import_snapshot(path, target, backend, progress=show_progress_bar)
+        col = cls.open(target, backend=backend, **open_options)
+        try:
+            col.build_indexes()
+        except BaseException:
+            col.close(save=False)
+            raise
+        return col
+
+    def export(self, path: str | os.PathLike[str], *, show_progress_bar: bool | None = None) -> dict[str, Any]:
+        """Write a snapshot of the collection to the file `path` (docs/snapshots.md): the passages,
+        metadata, BM25 tokens and vectors of every commit made before it began, none of a later one,
+        while writers go on; the file appears whole or not at all. Returns its manifest."""
+        return export_snapshot(self.store, self.backend.kind, self.location, path, show_progress_bar)
+
+    def build_indexes(self) -> None:
+        """Bring the dense index and BM25 up to the store now and save what they keep (after a
+        restore: the first search then builds nothing)."""
+        if self.readonly:
+            return
+        with self._write_lock():
+            self.dense.sync(self.store)
+            if self.dense.persistent:
+                self.backend.save_dense(self.dense)
+            self.lexical.sync(self.store, wait=True)
+            self.lexical.save_files(self.store)
 
     @staticmethod
     def names(where: str | os.PathLike[str]) -> list[str]:
