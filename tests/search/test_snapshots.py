@@ -24,7 +24,10 @@ from tests.helpers.collection_backends import Backend, qdrant_url
 from tests.helpers.paths import SCRIPTS
 
 QUERIES = ["고양이가 소파에서 잔다", "주식 시장이 급락했다", "river music", "서울 학교 선생님"]
-WORDS = "서울 부산 고양이 강아지 시장 주식 음악 기타 학교 선생님 guitar market cat school river music".split()
+WORDS = [
+    *("서울", "부산", "고양이", "강아지", "시장", "주식", "음악", "기타", "학교", "선생님"),
+    *("guitar", "market", "cat", "school", "river", "music"),
+]
 
 
 def _place(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Backend:
@@ -247,7 +250,10 @@ BAD = {
     ),
     "path escapes": (_escape, "unexpected archive member '../../escaped.txt'"),
     "symlink": (_link, "unexpected archive member"),
-    "shard missing": (lambda p, t: _rewrite(p, t, lambda n, d: None if n.endswith("1.parquet") else d), "shards"),
+    "shard missing": (
+        lambda p, t: _rewrite(p, t, lambda n, d: None if n.endswith("1.parquet") else d),
+        "shards",
+    ),
     "not a snapshot": (lambda p, t: t.write_bytes(b"hello") and t, "not a whole snapshot"),
 }
 
@@ -301,7 +307,10 @@ def test_a_killed_import_refuses_to_open_and_resumes(
 
     monkeypatch.setattr(SnapshotReader, "shards", record)
     _no_model_loads(monkeypatch)
-    with Collection.import_(snapshot, tmp_path / "restored") as col, Collection.open(snapshot.parent / "src", readonly=True) as src:
+    with (
+        Collection.import_(snapshot, tmp_path / "restored") as col,
+        Collection.open(snapshot.parent / "src", readonly=True) as src,
+    ):
         assert resumed_from == [2]
         ids = list(src.ids())
         assert list(col.ids()) == ids and _docs(col, ids) == _docs(src, ids)

@@ -18,7 +18,21 @@ from typing import NamedTuple
 import typer
 
 from ..errors import MunjangError
-from . import adapt, apps, collections, demo, encode, index, info, models, search, serve, topics, train
+from . import (
+    adapt,
+    apps,
+    collections,
+    demo,
+    encode,
+    index,
+    info,
+    models,
+    search,
+    serve,
+    snapshots,
+    topics,
+    train,
+)
 from . import eval as evaluate
 
 
@@ -38,7 +52,7 @@ COMMANDS = (
         "index",
         "Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
         "or in PostgreSQL + pgvector or Qdrant with --backend.",
-        (index, collections),
+        (index, collections, snapshots),
     ),
     Group(
         "models",

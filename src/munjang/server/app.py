@@ -18,6 +18,7 @@ from starlette.requests import ClientDisconnect
 
 from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
+from .aliases_api import add_alias_routes
 from .api_docs import add_api_docs
 from .backend_choice import backend_status
 from .batcher import DynamicBatcher
@@ -243,6 +244,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_multi_vector_routes(router, settings, read_body)
     add_collection_routes(router, settings, collections, read_body, gate)
     add_drop_route(router, settings, collections)
+    add_alias_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)
     app.state.docs = add_api_docs(app, settings.api_key, key_check)

@@ -17,6 +17,9 @@ opened them), so its operations run one at a time, off the event loop. Routes:
     POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
     DELETE /v1/collections/{name}            drop the collection and all it holds (drop_api.py): the
                                               demo and configured ones too; 404 unknown, 409 refused
+
+Every {name} may be an alias of the collections folder (aliases_api.py), resolved when the request
+arrives.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..search.backends.filters import compile_filter
 from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
+from .aliases_api import alias_target
 from .compute import ComputeGate
 from .errors import APIError
 from .files_api import add_file_routes
@@ -213,7 +217,10 @@ def add_collection_routes(
     bounded by `gate` (queue bound, deadline, cancelled when the client leaves)."""
 
     async def named(name: str) -> ServedCollection:
+        # An alias is resolved once, here: the request runs on the collection it names now, to its end.
         found = served.get(name)
+        if found is None:
+            found = served.get(alias_target(settings, name) or "")
         if found is None:
             known = ", ".join(served) or "none"
             raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")

@@ -21,7 +21,9 @@ def main() -> None:
     print("ready", flush=True)
     for n in range(batches):
         ids = [f"b{n}-{i}" for i in range(size)]
-        col.add(ids, [f"batch {n} document {i} about cats and rivers" for i in range(size)], commit_every=size)
+        col.add(
+            ids, [f"batch {n} document {i} about cats and rivers" for i in range(size)], commit_every=size
+        )
         print(f"committed {n}", flush=True)
     col.close()
 

@@ -48,6 +48,7 @@ from ..backends.base import (
 from ..backends.filters import compile_filter
 from ..backends.schemes import collection_names, drop_collection, is_storage_error, open_backend
 from ..index.exact import ExactIndex
+from .aliases import resolve as resolve_alias
 from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
@@ -55,8 +56,8 @@ from .passages import ChunkingConfig, document_hash, late_key, title_of
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import Searcher
-from .snapshots import PENDING, export_snapshot, import_snapshot
 from .sections import Section, outline_of
+from .snapshots import PENDING, export_snapshot, import_snapshot
 
 CONFLICTS = ("error", "skip", "upsert")
 # The BM25 files are saved once this many passages and deletions are unsaved (during an add, at its
@@ -226,8 +227,9 @@ class Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
-        (for readers beside a long write, such as the server's)."""
-        place = open_backend(folder, backend)
+        (for readers beside a long write, such as the server's). A folder's name may be an alias
+        (`aliases.py`): the collection it points at now is opened."""
+        place = open_backend(folder if backend is not None else resolve_alias(Path(folder)), backend)
         readonly = readonly or not place.writable()
         store = place.open_store(readonly)
         try:
@@ -273,11 +275,34 @@ class Collection:
             raise
         return col
 
-    def export(self, path: str | os.PathLike[str], *, show_progress_bar: bool | None = None) -> dict[str, Any]:
+    def export(
+        self, path: str | os.PathLike[str], *, show_progress_bar: bool | None = None
+    ) -> dict[str, Any]:
         """Write a snapshot of the collection to the file `path` (docs/snapshots.md): the passages,
         metadata, BM25 tokens and vectors of every commit made before it began, none of a later one,
         while writers go on; the file appears whole or not at all. Returns its manifest."""
         return export_snapshot(self.store, self.backend.kind, self.location, path, show_progress_bar)
+
+    def reindex(
+        self,
+        target: str | os.PathLike[str],
+        model: str | os.PathLike[str] | None = None,
+        *,
+        backend: str | None = None,
+        chunking: Mapping[str, Any] | None = None,
+        encoder: Any = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> Collection:
+        """A new collection `target` from this one's stored documents, encoded by `model` (and
+        passages cut by `chunking`, merged over this one's settings); run again, it resumes.
+        Switch an alias to it once it is built (`aliases.py`). See `reindex.py`."""
+        from .reindex import reindex
+
+        return reindex(
+            self, target, model=model, backend=backend, chunking=chunking, encoder=encoder,
+            batch_size=batch_size, show_progress_bar=show_progress_bar,
+        )  # fmt: skip
 
     def build_indexes(self) -> None:
         """Bring the dense index and BM25 up to the store now and save what they keep (after a

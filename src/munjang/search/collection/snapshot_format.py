@@ -98,7 +98,7 @@ class SnapshotWriter:
         self.path = Path(path)
         self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tar = tarfile.open(self.tmp, "w", format=tarfile.PAX_FORMAT)
+        self._tar = tarfile.open(self.tmp, "w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 (closed by finish or abort)
         self.shards: list[dict[str, Any]] = []
 
     def add_shard(self, table: Any) -> None:
@@ -111,7 +111,12 @@ class SnapshotWriter:
         name = f"passages/{len(self.shards):06d}.parquet"
         self._add(name, data)
         self.shards.append(
-            {"name": name, "rows": table.num_rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            {
+                "name": name,
+                "rows": table.num_rows,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
         )
 
     def _add(self, name: str, data: bytes) -> None:
@@ -149,10 +154,12 @@ class SnapshotReader:
         if not self.path.is_file():
             raise SnapshotError(f"{self.path}: no such snapshot file")
         try:
-            self._tar = tarfile.open(self.path, "r:")
+            self._tar = tarfile.open(self.path, "r:")  # noqa: SIM115 (closed by close)
             members = self._tar.getmembers()
         except (tarfile.TarError, EOFError) as e:
-            raise SnapshotError(f"{self.path}: not a whole snapshot file (truncated or not a tar: {e})") from None
+            raise SnapshotError(
+                f"{self.path}: not a whole snapshot file (truncated or not a tar: {e})"
+            ) from None
         try:
             self.manifest = self._check(members)
         except BaseException:
@@ -163,7 +170,9 @@ class SnapshotReader:
         where = self.path
         for member in members:
             if not member.isfile() or not (member.name == MANIFEST or SHARD.fullmatch(member.name)):
-                raise SnapshotError(f"{where}: unexpected archive member {member.name!r}: not a munjang snapshot")
+                raise SnapshotError(
+                    f"{where}: unexpected archive member {member.name!r}: not a munjang snapshot"
+                )
         self._members = {m.name: m for m in members}
         if len(self._members) != len(members):
             raise SnapshotError(f"{where}: an archive member appears twice: not a munjang snapshot")

@@ -99,7 +99,7 @@ def export_snapshot(
         return writer.finish(
             {
                 "munjang": __version__,
-                "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "source": {"backend": backend_kind, "location": location},
                 "collection": {k: v for k, v in config.items() if k != PENDING},
                 "weights_sha256": weights_checksum(config["model"]),
@@ -161,7 +161,9 @@ def import_snapshot(
     return manifest
 
 
-def _fill(store: Store, reader: SnapshotReader, manifest: dict[str, Any], model: str, progress: bool | None) -> None:
+def _fill(
+    store: Store, reader: SnapshotReader, manifest: dict[str, Any], model: str, progress: bool | None
+) -> None:
     """Insert the shards not yet committed (resuming after the last one a killed import committed)."""
     shards = manifest["shards"]
     done, start = store.passage_count(), 0
