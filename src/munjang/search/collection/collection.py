@@ -53,6 +53,7 @@ from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
+from .reindex import copy_documents, target_settings
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import Searcher
@@ -297,12 +298,17 @@ class Collection:
         """A new collection `target` from this one's stored documents, encoded by `model` (and
         passages cut by `chunking`, merged over this one's settings); run again, it resumes.
         Switch an alias to it once it is built (`aliases.py`). See `reindex.py`."""
-        from .reindex import reindex
-
-        return reindex(
-            self, target, model=model, backend=backend, chunking=chunking, encoder=encoder,
-            batch_size=batch_size, show_progress_bar=show_progress_bar,
-        )  # fmt: skip
+        settings = target_settings(self, chunking)
+        try:
+            col = Collection.open(target, backend=backend, encoder=encoder)
+        except CollectionError:  # none there yet (a folder's open says so with this error)
+            col = Collection.create(target, model, backend=backend, encoder=encoder, **settings)
+        try:
+            copy_documents(self, col, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        except BaseException:
+            col.close()
+            raise
+        return col
 
     def build_indexes(self) -> None:
         """Bring the dense index and BM25 up to the store now and save what they keep (after a

@@ -11,7 +11,6 @@ again, encoding nothing twice.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,57 +25,38 @@ if TYPE_CHECKING:
 BATCH = 1000
 
 
-def reindex(
-    source: Collection,
-    target: str | os.PathLike[str],
-    *,
-    model: str | os.PathLike[str] | None = None,
-    backend: str | None = None,
-    chunking: Mapping[str, Any] | None = None,
-    encoder: Any = None,
-    batch_size: int = 32,
-    show_progress_bar: bool | None = None,
-) -> Collection:
-    """Build (or resume building) `target` from `source`'s documents; returns it, open."""
-    from .collection import Collection
+def copy_documents(
+    source: Collection, target: Collection, *, batch_size: int = 32, show_progress_bar: bool | None = None
+) -> None:
+    """Add to `target` every document of `source` it lacks, `BATCH` at a time."""
+    with tqdm(total=len(source), desc="reindex", unit="doc", disable=show_progress_bar is False) as bar:
+        ids: list[str] = []
+        for doc_id in source.ids():
+            ids.append(doc_id)
+            if len(ids) == BATCH:
+                _copy(source, target, ids, batch_size)
+                bar.update(len(ids))
+                ids = []
+        if ids:
+            _copy(source, target, ids, batch_size)
+            bar.update(len(ids))
 
+
+def target_settings(source: Collection, chunking: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`Collection.create`'s settings for a reindex target: the source's, `chunking` merged in."""
     config = source.config
     if any(config.get(kind) for kind in ("sparse", "multi_vector", "m3")):
         raise CollectionError(
             f"{source.location}: reindexing a collection with extra retrievers is not supported"
         )
-    try:
-        col = Collection.open(target, backend=backend, encoder=encoder)
-    except CollectionError:
-        col = Collection.create(
-            target,
-            model,
-            backend=backend,
-            encoder=encoder,
-            index=config["index"],
-            metric=config["metric"],
-            tokenizer=config["lexical"]["tokenizer"],
-            bm25={k: v for k, v in config["lexical"].items() if k != "tokenizer"},
-            hnsw=config.get("hnsw") or None,
-            chunking={**source.chunking.to_dict(), **dict(chunking or {})},
-        )
-    try:
-        total = len(source)
-        with tqdm(total=total, desc="reindex", unit="doc", disable=show_progress_bar is False) as bar:
-            ids: list[str] = []
-            for doc_id in source.ids():
-                ids.append(doc_id)
-                if len(ids) == BATCH:
-                    _copy(source, col, ids, batch_size)
-                    bar.update(len(ids))
-                    ids = []
-            if ids:
-                _copy(source, col, ids, batch_size)
-                bar.update(len(ids))
-    except BaseException:
-        col.close()
-        raise
-    return col
+    return {
+        "index": config["index"],
+        "metric": config["metric"],
+        "tokenizer": config["lexical"]["tokenizer"],
+        "bm25": {k: v for k, v in config["lexical"].items() if k != "tokenizer"},
+        "hnsw": config.get("hnsw") or None,
+        "chunking": {**source.chunking.to_dict(), **dict(chunking or {})},
+    }
 
 
 def _copy(source: Collection, target: Collection, ids: list[str], batch_size: int) -> None:
