@@ -32,6 +32,7 @@ from .metrics import ServerMetrics
 from .multi_vector_api import add_multi_vector_routes
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
+from .snapshots_api import add_snapshot_routes
 from .sparse_api import add_sparse_routes
 from .text_api import add_text_routes
 
@@ -245,6 +246,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_collection_routes(router, settings, collections, read_body, gate)
     add_drop_route(router, settings, collections)
     add_alias_routes(router, settings, collections, read_body)
+    add_snapshot_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)
     app.state.docs = add_api_docs(app, settings.api_key, key_check)

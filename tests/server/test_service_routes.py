@@ -1,5 +1,5 @@
-"""The alias routes: PUT / GET / DELETE /v1/aliases, and every collection route resolving an alias
-when its request arrives."""
+"""The alias routes (/v1/aliases; every collection route resolves an alias when its request
+arrives) and the snapshot routes (take, list, download, restore as a served collection)."""
 
 from __future__ import annotations
 
@@ -49,3 +49,36 @@ def test_an_alias_is_set_resolved_switched_and_removed(encoder: Any, tmp_path: P
             client.delete("/v1/aliases/prod", headers={**KEY, "Content-Type": "application/json"}).status_code
             == 404
         )
+
+
+def test_a_snapshot_is_taken_listed_downloaded_and_restored_as_a_served_collection(
+    encoder: Any, tmp_path: Path
+) -> None:
+    settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
+        _create(client, "v1", ["고양이가 잔다", "강아지가 뛴다"])
+        assert client.post("/v1/collections/v1/snapshots", json={}).status_code == 401
+        taken = client.post("/v1/collections/v1/snapshots", json={}, headers=KEY)
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["counts"] == {"documents": 2, "passages": 2}
+        file = taken.json()["snapshot"]
+        listed = client.get("/v1/collections/v1/snapshots", headers=KEY).json()["data"]
+        assert [s["snapshot"] for s in listed] == [file]
+        body = client.get(f"/v1/collections/v1/snapshots/{file}", headers=KEY)
+        assert (
+            body.status_code == 200 and body.content == (tmp_path / ".snapshots" / "v1" / file).read_bytes()
+        )
+        assert client.get("/v1/collections/v1/snapshots/..%2Fv1.snapshot", headers=KEY).status_code == 404
+        restored = client.post(
+            f"/v1/collections/v1/snapshots/{file}/restore", json={"target": "v2"}, headers=KEY
+        )
+        assert restored.status_code == 201, restored.text
+        assert restored.json() == {"name": "v2", "documents": 2, "passages": 2}
+        again = client.post(
+            f"/v1/collections/v1/snapshots/{file}/restore", json={"target": "v2"}, headers=KEY
+        )
+        assert again.status_code == 409
+        hits = client.post(
+            "/v1/collections/v2/search", json={"query": "강아지", "mode": "lexical"}, headers=KEY
+        )
+        assert [h["id"] for h in hits.json()["data"]] == ["d1"]
