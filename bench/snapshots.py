@@ -90,8 +90,9 @@ def main() -> None:
             assert len(col) == args.passages
 
         import munjang
+        from munjang.models import pull
 
-        e5 = munjang.load_encoder(str(munjang.models.pull("multilingual-e5-small").folder), device="cpu")
+        e5 = munjang.load_encoder(str(pull("multilingual-e5-small").folder), device="cpu")
         sample = passages(args.e5_sample, 0, pool)
         e5.encode(sample[:32])
         started = time.perf_counter()
