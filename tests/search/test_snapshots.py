@@ -315,3 +315,32 @@ def test_a_killed_import_refuses_to_open_and_resumes(
         ids = list(src.ids())
         assert list(col.ids()) == ids and _docs(col, ids) == _docs(src, ids)
         assert col.check() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sparse", "multi_vector"])
+def test_sparse_and_multi_vector_rows_travel_and_search_the_same(
+    kind: str, encoder: Any, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.helpers.multi_vector import st_multi_vector
+    from tests.helpers.sparse import munjang_splade
+
+    if kind == "sparse":
+        model = munjang_splade(tmp_path / "splade", inference_free=True)
+    else:
+        model = st_multi_vector(tmp_path / "colbert")
+    ids, texts, metas = _documents(30)
+    col = Collection.create(tmp_path / "src", encoder=encoder, tokenizer="word", **{f"{kind}_model": model})
+    col.add(ids, texts, metas)
+    expected = [[(h.id, h.score) for h in col.search(q, k=10, mode=kind)] for q in QUERIES]
+    col.export(tmp_path / "c.snapshot")
+    col.close()
+    target = Backend("qdrant", tmp_path, qdrant_url(tmp_path))
+    _no_model_loads(monkeypatch)
+    with Collection.import_(tmp_path / "c.snapshot", target.location("c"), backend=target.url) as restored:
+        assert restored.info()[kind] is not None
+        assert restored.check() == []
+        found = [[(h.id, h.score) for h in restored.search(q, k=10, mode=kind)] for q in QUERIES]
+    assert any(expected)
+    for want, got in zip(expected, found, strict=True):
+        _same_ranking(want, got)
