@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -41,7 +40,9 @@ def _phase(kind: str, a: str, b: str) -> None:
     else:
         Collection.import_(a, b, show_progress_bar=False).close()
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # VmHWM: this process image's peak (ru_maxrss would carry the parent's peak across fork + exec).
+    status = Path("/proc/self/status").read_text().splitlines()
+    peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
     print(json.dumps({"seconds": seconds, "peak_rss_bytes": peak, "torch_loaded": "torch" in sys.modules}))
 
 
