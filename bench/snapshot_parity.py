@@ -90,7 +90,7 @@ def main() -> None:
         hops += [("qdrant", "autorag", f"qdrant+local://{work / 'qdrant'}"), ("folder", work / "back", None)]
         rows = []
         current = source
-        for (kind, location, backend), (from_kind, *_) in zip(hops[1:], hops, strict=True):
+        for (kind, location, backend), (from_kind, *_) in zip(hops[1:], hops[:-1], strict=True):
             file = work / f"{kind}.snapshot"
             started = time.perf_counter()
             current.export(file, show_progress_bar=False)
