@@ -32,6 +32,7 @@ from . import (
     models,
     search,
     serve,
+    snapshots,
     topics,
     train,
 )
@@ -54,7 +55,7 @@ COMMANDS = (
         "index",
         "Persistent search collections: documents, metadata, dense + BM25 indexes in one folder, "
         "or in PostgreSQL + pgvector or Qdrant with --backend.",
-        (index, collections, analysis),
+        (index, collections, analysis, snapshots),
     ),
     Group(
         "keys", "Scoped API keys for `munjang serve`: create (prints the secret once), list, revoke.", (keys,)

@@ -20,6 +20,7 @@ from .._util.extras import require
 from ..encoders.dense.pool import EncoderProcess
 from ..version import __version__
 from .access import Access
+from .aliases_api import add_alias_routes
 from .api_docs import add_api_docs
 from .backend_choice import backend_status
 from .batcher import DynamicBatcher
@@ -34,6 +35,7 @@ from .multi_vector_api import add_multi_vector_routes
 from .request_spans import RequestSpans
 from .schemas import EmbeddingRequest, EmbeddingResponse, ErrorResponse, ModelCard, ModelList
 from .settings import ServerSettings
+from .snapshots_api import add_snapshot_routes
 from .sparse_api import add_sparse_routes
 from .text_api import add_text_routes
 
@@ -241,6 +243,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     add_multi_vector_routes(router, settings, read_body)
     add_collection_routes(router, settings, collections, read_body, gate)
     add_drop_route(router, settings, collections)
+    add_alias_routes(router, settings, collections, read_body)
+    add_snapshot_routes(router, settings, collections, read_body)
     app.state.collections = collections
     app.include_router(router)
     if settings.mcp:

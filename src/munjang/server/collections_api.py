@@ -17,6 +17,9 @@ opened them), so its operations run one at a time, off the event loop. Routes:
     POST /v1/collections/{name}/map          {"method"?: auto|pca|umap, "limit"?, "filter"?}: 2-D points
     DELETE /v1/collections/{name}            drop the collection and all it holds (drop_api.py): the
                                               demo and configured ones too; 404 unknown, 409 refused
+
+Every {name} may be an alias of the collections folder (aliases_api.py), resolved when the request
+arrives.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..search.collection.collection import Collection
 from ..search.collection.sections import labelled
 from ..search.index.fusion import check_weights
 from .access import check_collection, grant_of, record
+from .aliases_api import alias_target
 from .analysis_api import add_analysis_routes
 from .compute import ComputeGate
 from .errors import APIError
@@ -205,9 +209,15 @@ def _twin_opener(path: Path | str, backend: str | None = None) -> Callable[[Coll
     )
 
 
-async def find_served(served: dict[str, ServedCollection], name: str) -> ServedCollection:
-    """The served collection `name` once open; 404 naming those served when there is none."""
+async def find_served(
+    served: dict[str, ServedCollection], name: str, settings: ServerSettings
+) -> ServedCollection:
+    """The served collection `name`, or the one the alias `name` points at, once open; 404 naming
+    those served when there is none. An alias is resolved once, here: the request runs on the
+    collection it names now, to its end."""
     found = served.get(name)
+    if found is None:
+        found = served.get(alias_target(settings, name) or "")
     if found is None:
         known = ", ".join(served) or "none"
         raise APIError(404, f"collection {name!r} is not served here; served: {known}", "name")
@@ -318,7 +328,7 @@ def add_collection_routes(
     bounded by `gate` (queue bound, deadline, cancelled when the client leaves)."""
 
     async def named(name: str) -> ServedCollection:
-        return await find_served(served, name)
+        return await find_served(served, name, settings)
 
     async def info_of(name: str) -> dict[str, Any]:
         info: dict[str, Any] = await (await named(name)).read(

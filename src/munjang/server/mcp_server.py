@@ -123,7 +123,7 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
             found = []
             for name in [n for n in parts.collections if grant.reaches(n)]:
                 try:
-                    target = await find_served(parts.collections, name)
+                    target = await find_served(parts.collections, name, parts.settings)
                 except APIError:
                     continue
                 info = await target.read(lambda c: c.info())
@@ -152,7 +152,7 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
             parsed = SearchRequest.model_validate(
                 {"query": query, "top_k": k, "mode": mode, "filter": filter}
             )
-            target = await find_served(parts.collections, collection)
+            target = await find_served(parts.collections, collection, parts.settings)
             found = await search_in(collection, target, parsed, settings, parts.gate, None)
             hits = [
                 {field: h[field] for field in ("id", "text", "location", "score", "scores", "metadata")}
@@ -171,7 +171,7 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
     ) -> dict[str, Any]:
         async with tool_errors():
             allowed(ctx, "fetch_document", collection)
-            target = await find_served(parts.collections, collection)
+            target = await find_served(parts.collections, collection, parts.settings)
             (doc,) = await target.read(lambda c: c.get([id]), parts.gate)
             if doc is None:
                 raise APIError(404, f"collection {collection!r} has no document {id!r}", "id")
@@ -194,7 +194,7 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
         async with tool_errors():
             grant = allowed(ctx, "add_documents", collection)
             parsed = AddRequest.model_validate({"documents": documents, "on_conflict": on_conflict})
-            target = await find_served(parts.collections, collection)
+            target = await find_served(parts.collections, collection, parts.settings)
             result = await add_to(target, parsed, settings)
             counts = {"added": result.added, "updated": result.updated, "skipped": result.skipped}
             audit(grant, "mcp add_documents", collection, {"status": 200, **counts})

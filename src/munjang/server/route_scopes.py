@@ -48,6 +48,15 @@ ROUTE_SCOPES: dict[tuple[str, str], Rule] = {
     ("PUT", "/v1/collections/{name}/analysis"): Rule("admin", "name"),
     ("POST", "/v1/collections/{name}/analysis/dictionary"): Rule("admin", "name"),
     ("POST", "/v1/collections/{name}/analysis/synonyms"): Rule("admin", "name"),
+    # aliases: reading them is a read; pointing one elsewhere moves a name's traffic
+    ("GET", "/v1/aliases"): Rule("read"),
+    ("PUT", "/v1/aliases/{alias}"): Rule("admin", "alias"),
+    ("DELETE", "/v1/aliases/{alias}"): Rule("admin", "alias"),
+    # snapshots read or make whole collections
+    ("POST", "/v1/collections/{name}/snapshots"): Rule("admin", "name"),
+    ("GET", "/v1/collections/{name}/snapshots"): Rule("admin", "name"),
+    ("GET", "/v1/collections/{name}/snapshots/{file}"): Rule("admin", "name"),
+    ("POST", "/v1/collections/{name}/snapshots/{file}/restore"): Rule("admin", "name"),
 }
 
 # MCP tool name -> rule (the collection named by the tool's `collection` argument)

@@ -138,6 +138,16 @@ class NewRow:
     doc_hash: str | None = None
 
 
+@dataclass(frozen=True)
+class StoredRow:
+    """A stored passage as a snapshot carries it: its label, the row as it was inserted, and for the
+    first passage of a document stored as several, the document's whole text (`source`)."""
+
+    label: int
+    row: NewRow
+    source: str | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """A collection's document store. Labels are integers, increasing, never reused; every index
@@ -172,6 +182,11 @@ class Store(Protocol):
     def documents(self, labels: Sequence[int]) -> dict[int, Document]: ...
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, Document]: ...
     def iter_ids(self, batch: int = 10_000) -> Iterator[str]: ...
+    def passages_after(self, after: int, batch: int = 10_000) -> Iterator[list[StoredRow]]:
+        """Every passage with a label above `after`, whole (`StoredRow`), in label order, `batch`
+        at a time (keyset pages: inside `snapshot()`, one consistent state)."""
+        ...
+
     def labels_matching(self, where: str, params: Sequence[Any]) -> np.ndarray: ...
     def count_matching(self, where: str, params: Sequence[Any]) -> int: ...
     def vectors_after(

@@ -50,15 +50,18 @@ from ..backends.schemes import collection_names, drop_collection, is_storage_err
 from ..index.analysis import AnalysisSettings
 from ..index.exact import ExactIndex
 from ..index.synonyms import Term
+from .aliases import resolve as resolve_alias
 from .encoding import Encoding
 from .image_files import ImageFiles, document_input, image_documents, input_key
 from .inputs import check_texts, metadata_json, model_key, prompt_names, remote_name
 from .passages import ChunkingConfig, document_hash, late_key, title_of
 from .reanalysis import reanalyse
+from .reindex import copy_documents, target_settings
 from .results import AddResult, SearchHit
 from .retrievers import EXTRAS, RetrieverModels, extras_config, m3_pass, m3_views, open_extras
 from .search import MAX_QUERY_CHARS, Searcher
 from .sections import Section, outline_of
+from .snapshots import PENDING, export_snapshot, import_snapshot
 
 CONFLICTS = ("error", "skip", "upsert")
 # The BM25 files are saved once this many passages and deletions are unsaved (during an add, at its
@@ -105,6 +108,11 @@ class Collection:
             hint = " (open it once without read-only to upgrade it)" if version == 1 and readonly else ""
             raise CollectionError(
                 f"{self.location}: collection format {version!r}, this munjang reads {SCHEMA_VERSION}{hint}"
+            )
+        if self.config.get(PENDING):
+            raise CollectionError(
+                f"{self.location}: a restore from a snapshot did not finish; run the same import again "
+                "to resume it, or drop the collection"
             )
         self.chunking = ChunkingConfig.from_stored(self.config.get("chunking"))
         encoders = {"sparse": sparse_encoder, "multi_vector": multi_vector_encoder, "m3": m3_encoder}
@@ -230,8 +238,9 @@ class Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
-        (for readers beside a long write, such as the server's)."""
-        place = open_backend(folder, backend)
+        (for readers beside a long write, such as the server's). A folder's name may be an alias
+        (`aliases.py`): the collection it points at now is opened."""
+        place = open_backend(folder if backend is not None else resolve_alias(Path(folder)), backend)
         readonly = readonly or not place.writable()
         store = place.open_store(readonly)
         try:
@@ -250,6 +259,78 @@ class Collection:
         except BaseException:
             store.close()
             raise
+
+    @classmethod
+    def import_(
+        cls,
+        path: str | os.PathLike[str],
+        target: str | os.PathLike[str],
+        *,
+        backend: str | None = None,
+        show_progress_bar: bool | None = None,
+        **open_options: Any,
+    ) -> Collection:
+        """Restore the snapshot file `path` (`export`) as the new collection `target` (a folder, or
+        with `backend` a name in that database: any backend, whichever the snapshot came from). No
+        passage is encoded: the snapshot carries the vectors and BM25's tokens. A damaged, altered
+        or newer file, or one made with other weights of the model, is refused before the target is
+        made; an import killed half-way leaves a target that refuses to open until the same import
+        is run again, which resumes it. Returns the collection opened with `open_options`, its
+        indexes built."""
+        import_snapshot(path, target, backend, progress=show_progress_bar)
+        col = cls.open(target, backend=backend, **open_options)
+        try:
+            col.build_indexes()
+        except BaseException:
+            col.close(save=False)
+            raise
+        return col
+
+    def export(
+        self, path: str | os.PathLike[str], *, show_progress_bar: bool | None = None
+    ) -> dict[str, Any]:
+        """Write a snapshot of the collection to the file `path` (docs/snapshots.md): the passages,
+        metadata, BM25 tokens and vectors of every commit made before it began, none of a later one,
+        while writers go on; the file appears whole or not at all. Returns its manifest."""
+        return export_snapshot(self.store, self.backend.kind, self.location, path, show_progress_bar)
+
+    def reindex(
+        self,
+        target: str | os.PathLike[str],
+        model: str | os.PathLike[str] | None = None,
+        *,
+        backend: str | None = None,
+        chunking: Mapping[str, Any] | None = None,
+        encoder: Any = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> Collection:
+        """A new collection `target` from this one's stored documents, encoded by `model` (and
+        passages cut by `chunking`, merged over this one's settings); run again, it resumes.
+        Switch an alias to it once it is built (`aliases.py`). See `reindex.py`."""
+        settings = target_settings(self, chunking)
+        try:
+            col = Collection.open(target, backend=backend, encoder=encoder)
+        except CollectionError:  # none there yet (a folder's open says so with this error)
+            col = Collection.create(target, model, backend=backend, encoder=encoder, **settings)
+        try:
+            copy_documents(self, col, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        except BaseException:
+            col.close()
+            raise
+        return col
+
+    def build_indexes(self) -> None:
+        """Bring the dense index and BM25 up to the store now and save what they keep (after a
+        restore: the first search then builds nothing)."""
+        if self.readonly:
+            return
+        with self._write_lock():
+            self.dense.sync(self.store)
+            if self.dense.persistent:
+                self.backend.save_dense(self.dense)
+            self.lexical.sync(self.store, wait=True)
+            self.lexical.save_files(self.store)
 
     @staticmethod
     def names(where: str | os.PathLike[str]) -> list[str]:

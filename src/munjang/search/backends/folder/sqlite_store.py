@@ -47,6 +47,7 @@ from ..base import (
     Document,
     NewRow,
     ReadOnlyError,
+    StoredRow,
     Watermark,
     counts_problems,
 )
@@ -404,6 +405,20 @@ class DocumentStore:
                 return
             yield from (r[1] for r in rows)
             last = rows[-1][0]
+
+    def passages_after(self, after: int, batch: int = 10_000) -> Iterator[list[StoredRow]]:
+        """Every passage with a label above `after`, whole, in label order, `batch` at a time."""
+        sql = (
+            "SELECT d.label, d.id, d.text, d.metadata, d.text_hash, d.tokens, d.chunk, d.span_start, "
+            "d.span_end, d.doc_hash, s.text FROM documents d LEFT JOIN sources s "
+            "ON d.chunk = 0 AND s.id = d.id WHERE d.label > ? ORDER BY d.label LIMIT ?"
+        )
+        while True:
+            rows = self.conn.execute(sql, (after, batch)).fetchall()
+            if not rows:
+                return
+            yield [StoredRow(int(r[0]), NewRow(*r[1:10]), r[10]) for r in rows]
+            after = int(rows[-1][0])
 
     def has_documents(self) -> bool:
         """Whether any document is stored, without counting them all."""

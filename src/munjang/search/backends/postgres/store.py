@@ -37,7 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from ..base import CollectionError, Counts, Document, NewRow, Watermark, counts_problems, sparse_cache_key
+from ..base import (
+    CollectionError,
+    Counts,
+    Document,
+    NewRow,
+    StoredRow,
+    Watermark,
+    counts_problems,
+    sparse_cache_key,
+)
 from . import sparse as sparse
 from .connect import connect, redact
 from .counts import counted_rows, has_counts, read_counts
@@ -387,6 +396,22 @@ class PostgresStore:
                 return
             yield from (r[1] for r in rows)
             last = rows[-1][0]
+
+    def passages_after(self, after: int, batch: int = 10_000) -> Iterator[list[StoredRow]]:
+        """Every passage with a label above `after`, whole, in label order, `batch` at a time
+        (metadata and tokens back as the JSON text they were inserted as)."""
+        query = (
+            "SELECT d.label, d.id, d.text, d.metadata::text, d.text_hash, d.tokens::text, d.chunk, "
+            f"d.span_start, d.span_end, d.doc_hash, s.text FROM {self.t('documents')} d "
+            f"LEFT JOIN {self.t('sources')} s ON d.chunk = 0 AND s.id = d.id "
+            "WHERE d.label > %s ORDER BY d.label LIMIT %s"
+        )
+        while True:
+            rows = self.conn.execute(query, (after, batch)).fetchall()
+            if not rows:
+                return
+            yield [StoredRow(int(r[0]), NewRow(*r[1:10]), r[10]) for r in rows]
+            after = int(rows[-1][0])
 
     def has_documents(self) -> bool:
         """Whether any document is stored, without counting them all."""

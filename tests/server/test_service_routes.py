@@ -1,0 +1,84 @@
+"""The alias routes (/v1/aliases; every collection route resolves an alias when its request
+arrives) and the snapshot routes (take, list, download, restore as a served collection)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from munjang.server import ServerSettings, create_app
+from tests.helpers.server import LOCAL
+
+KEY = {"Authorization": "Bearer k"}
+
+
+def _create(client: TestClient, name: str, texts: list[str]) -> None:
+    assert client.post("/v1/collections", json={"name": name}, headers=KEY).status_code == 201
+    docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    response = client.post(f"/v1/collections/{name}/documents", json={"documents": docs}, headers=KEY)
+    assert response.status_code == 200, response.text
+
+
+def test_an_alias_is_set_resolved_switched_and_removed(encoder: Any, tmp_path: Path) -> None:
+    settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
+        _create(client, "v1", ["고양이가 잔다"])
+        _create(client, "v2", ["고양이가 잔다", "강아지가 뛴다"])
+        assert client.put("/v1/aliases/prod", json={"collection": "v1"}).status_code == 401
+        response = client.put("/v1/aliases/prod", json={"collection": "v1"}, headers=KEY)
+        assert response.json() == {"alias": "prod", "collection": "v1", "previous": None}
+        assert client.get("/v1/collections/prod", headers=KEY).json()["documents"] == 1
+        response = client.put("/v1/aliases/prod", json={"collection": "v2"}, headers=KEY)
+        assert response.json()["previous"] == "v1"
+        search = {"query": "강아지", "mode": "lexical"}
+        hits = client.post("/v1/collections/prod/search", json=search, headers=KEY).json()
+        assert [h["id"] for h in hits["data"]] == ["d1"]
+        assert client.get("/v1/aliases", headers=KEY).json()["data"] == [
+            {"alias": "prod", "collection": "v2"}
+        ]
+        assert client.put("/v1/aliases/v1", json={"collection": "v2"}, headers=KEY).status_code == 409
+        assert client.put("/v1/aliases/x", json={"collection": "nope"}, headers=KEY).status_code == 404
+        assert (
+            client.delete("/v1/aliases/prod", headers={**KEY, "Content-Type": "application/json"}).status_code
+            == 200
+        )
+        assert client.get("/v1/collections/prod", headers=KEY).status_code == 404
+        assert (
+            client.delete("/v1/aliases/prod", headers={**KEY, "Content-Type": "application/json"}).status_code
+            == 404
+        )
+
+
+def test_a_snapshot_is_taken_listed_downloaded_and_restored_as_a_served_collection(
+    encoder: Any, tmp_path: Path
+) -> None:
+    settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
+        _create(client, "v1", ["고양이가 잔다", "강아지가 뛴다"])
+        assert client.post("/v1/collections/v1/snapshots", json={}).status_code == 401
+        taken = client.post("/v1/collections/v1/snapshots", json={}, headers=KEY)
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["counts"] == {"documents": 2, "passages": 2}
+        file = taken.json()["snapshot"]
+        listed = client.get("/v1/collections/v1/snapshots", headers=KEY).json()["data"]
+        assert [s["snapshot"] for s in listed] == [file]
+        body = client.get(f"/v1/collections/v1/snapshots/{file}", headers=KEY)
+        assert (
+            body.status_code == 200 and body.content == (tmp_path / ".snapshots" / "v1" / file).read_bytes()
+        )
+        assert client.get("/v1/collections/v1/snapshots/..%2Fv1.snapshot", headers=KEY).status_code == 404
+        restored = client.post(
+            f"/v1/collections/v1/snapshots/{file}/restore", json={"target": "v2"}, headers=KEY
+        )
+        assert restored.status_code == 201, restored.text
+        assert restored.json() == {"name": "v2", "documents": 2, "passages": 2}
+        again = client.post(
+            f"/v1/collections/v1/snapshots/{file}/restore", json={"target": "v2"}, headers=KEY
+        )
+        assert again.status_code == 409
+        hits = client.post(
+            "/v1/collections/v2/search", json={"query": "강아지", "mode": "lexical"}, headers=KEY
+        )
+        assert [h["id"] for h in hits.json()["data"]] == ["d1"]
