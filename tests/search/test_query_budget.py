@@ -13,7 +13,7 @@ from munjang.search.collection.search import MAX_QUERY_CHARS
 def test_a_long_query_is_analysed_up_to_the_budget(tmp_path: Path, encoder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     with Collection.create(tmp_path / "c", encoder=encoder, tokenizer="word") as col:
         col.add(["a", "b"], ["서울 날씨가 맑다", "부산 바다가 푸르다"])
-        real = col.encoding.tokenizer
+        real = col.encoding.query_tokenizer
         seen: list[int] = []
 
         def recording() -> Any:
@@ -25,7 +25,7 @@ def test_a_long_query_is_analysed_up_to_the_budget(tmp_path: Path, encoder, monk
 
             return call
 
-        monkeypatch.setattr(col.encoding, "tokenizer", recording)
+        monkeypatch.setattr(col.encoding, "query_tokenizer", recording)
         query = "서울 " + "가" * 100_000
         for mode in ("lexical", "hybrid"):
             hits = col.search(query, k=2, mode=mode)

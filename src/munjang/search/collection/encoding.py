@@ -33,6 +33,7 @@ class Encoding:
         self._encoder = encoder
         self._analyzer: Any = None
         self._analyzer_generation = 0
+        self._analyzer_entry: Any = None  # the config's tokenizer entry the analyzer was made from
         self._query_encoder: Any = None
         self.planner: PassagePlanner | None = None
         # Called before each batch of a write's work by a server that also answers searches on the
@@ -145,13 +146,16 @@ class Encoding:
 
     def analyzer(self) -> Any:
         """The collection's lexical analysis (`index/analysis.py`): its tokenizer with the analysis
-        settings in its config, made again only when their generation (bumped by each edit) moves."""
+        settings in its config, made again only when their generation (bumped by each edit) moves or
+        the config's tokenizer entry is replaced."""
         from ..index.analysis import AnalysisSettings
 
         generation = self.config.get("analysis_generation", 0)
-        if self._analyzer is None or self._analyzer_generation != generation:
+        entry = self.config["lexical"]["tokenizer"]
+        stale = self._analyzer_generation != generation or self._analyzer_entry is not entry
+        if self._analyzer is None or stale:
             self._analyzer = self.analyzer_for(AnalysisSettings.from_config(self.config.get("analysis")))
-            self._analyzer_generation = generation
+            self._analyzer_generation, self._analyzer_entry = generation, entry
         return self._analyzer
 
     def analyzer_for(self, settings: Any) -> Any:
