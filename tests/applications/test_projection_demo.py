@@ -36,6 +36,7 @@ def test_project_2d_edge_cases_and_errors():
         assert project_2d(np.random.default_rng(1).normal(size=(30, 8)))[1] == "pca"
 
 
+@pytest.mark.slow  # 11 s of UMAP
 def test_umap_map_keeps_clusters_apart_and_is_reproducible():
     """With umap-learn installed (the dev extra), "umap" and "auto" give a seeded UMAP map in
     which every point's nearest neighbour on the map is from its own cluster."""

@@ -95,6 +95,7 @@ def writer(postgres_url: str, encoder, tmp_path: Path):
     collection.close()
 
 
+@pytest.mark.slow  # 16 s: two processes of their own
 def test_two_processes_answer_alike_and_see_each_write_at_their_next_search(writer, postgres_url) -> None:
     readers = [Reader("two_processes", postgres_url) for _ in range(2)]
     try:

@@ -28,7 +28,10 @@ def _start_writer(name: str, url: str, round_number: int) -> subprocess.Popen[st
     return start_writer(name, str(round_number), str(round_number), env={"MUNJANG_BACKEND": url})
 
 
-@pytest.mark.parametrize("rounds", [2, pytest.param(8, marks=pytest.mark.slow)])
+# slow (26 s on two cores): the folder backend's crash test runs in the default suite
+@pytest.mark.parametrize(
+    "rounds", [pytest.param(2, marks=pytest.mark.slow), pytest.param(8, marks=pytest.mark.slow)]
+)
 def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path, encoder, rounds: int) -> None:
     """A writer killed at random moments: every committed document is in the store and, once a
     writer opens the collection again, in Qdrant (dense and BM25), and the two agree (2 kills in

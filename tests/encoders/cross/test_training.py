@@ -85,6 +85,7 @@ def test_loss_errors_name_the_problem(tiny: Path) -> None:
         one.training_features([["a"], ["b"]], prompt_name="query")
 
 
+@pytest.mark.slow  # 13 s of training
 def test_trainer_learns_sts_regression_and_saves_a_cross_encoder(minilm_path: Path, tmp_path: Path) -> None:
     train = [Example(pair, shared / 2) for pair, shared in templated_pairs(160, seed=1)]
     dev = templated_pairs(60, seed=2)
@@ -107,6 +108,7 @@ def test_trainer_learns_sts_regression_and_saves_a_cross_encoder(minilm_path: Pa
     assert "load_cross_encoder" in card
 
 
+@pytest.mark.slow  # 12 s of training
 def test_trainer_learns_classes(minilm_path: Path, tmp_path: Path) -> None:
     data = [Example(pair, shared) for pair, shared in templated_pairs(160, seed=3)]
     dev = templated_pairs(80, seed=4)

@@ -88,7 +88,15 @@ def _tiny(tmp_path: Path, kind: str, tokenizer_dir: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("kind", ["bert", "electra", "roberta", "xlm-roberta"])
+@pytest.mark.parametrize(  # roberta and xlm-roberta take ~10 s each: with -m slow
+    "kind",
+    [
+        "bert",
+        "electra",
+        pytest.param("roberta", marks=pytest.mark.slow),
+        pytest.param("xlm-roberta", marks=pytest.mark.slow),
+    ],
+)
 def test_any_automodel_backbone(kind: str, tmp_path: Path, minilm_path: Path, e5_path: Path) -> None:
     """BERT, ELECTRA (KoELECTRA), RoBERTa (klue/roberta), XLM-R (e5): each against sentence-transformers."""
     tokenizer_dir = minilm_path if kind in ("bert", "electra") else e5_path
