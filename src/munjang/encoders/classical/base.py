@@ -26,6 +26,15 @@ def make_tokenizer(name_or_config: str | dict[str, Any]) -> Tokenizer:
     return tokenizer_from_config(name_or_config)
 
 
+def corpus_tokens(
+    texts: Sequence[str], tokenizer: str | Tokenizer, show_progress_bar: bool
+) -> tuple[Tokenizer, list[list[str]]]:
+    """The tokenizer (made from its name when given one) and the tokens of a fitting corpus, each
+    text read up to `DEFAULT_MAX_CHARS`."""
+    analyzer = make_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    return analyzer, analyzer.tokenize_many([t[:DEFAULT_MAX_CHARS] for t in texts], show_progress_bar)
+
+
 def as_texts(sentences: Sequence[str] | str) -> tuple[list[str], bool]:
     """(texts, whether one text was given), each checked to be a string."""
     single = isinstance(sentences, str)

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...search.index.tokenizers import Tokenizer
-from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, make_tokenizer
+from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, corpus_tokens, make_tokenizer
 from .folder import Saved
 
 TERM_KINDS = ("onehot", "bow", "tfidf")
@@ -113,8 +113,7 @@ class TermEncoder(ClassicalEncoder):
         fitted_on: dict[str, Any] | None = None,
     ) -> TermEncoder:
         """Tokenize `texts` and fit the vocabulary (and idf) on them."""
-        analyzer = make_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        tokens = analyzer.tokenize_many([t[:DEFAULT_MAX_CHARS] for t in texts], show_progress_bar)
+        analyzer, tokens = corpus_tokens(texts, tokenizer, show_progress_bar)
         return cls.fit_tokens(kind, tokens, analyzer, options, fitted_on)
 
     @classmethod

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ..._util.extras import require
 from ...search.index.tokenizers import Tokenizer
-from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, make_tokenizer
+from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, corpus_tokens, make_tokenizer
 from .folder import Saved
 
 ARCHITECTURES = ("cbow", "skipgram")
@@ -159,8 +159,7 @@ class Word2VecEncoder(ClassicalEncoder):
         fitted_on: dict[str, Any] | None = None,
     ) -> Word2VecEncoder:
         """Tokenize `texts`, train word2vec on them and, for SIF, find the common component."""
-        analyzer = make_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        tokens = analyzer.tokenize_many([t[:DEFAULT_MAX_CHARS] for t in texts], show_progress_bar)
+        analyzer, tokens = corpus_tokens(texts, tokenizer, show_progress_bar)
         return cls.fit_tokens(tokens, analyzer, options, show_progress_bar, fitted_on)
 
     @classmethod

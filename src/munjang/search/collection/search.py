@@ -126,7 +126,8 @@ class Searcher:
         self.follow_analysis()
         terms = list(dict.fromkeys(self.encoding.query_tokenizer()(query[:MAX_QUERY_CHARS])))
         stored = self.store.tokens_of([h.label for h in hits])
-        return [[t for t in terms if t in set(stored.get(h.label, ()))] for h in hits]
+        kept = [set(stored.get(h.label, ())) for h in hits]
+        return [[t for t in terms if t in tokens] for tokens in kept]
 
     def search(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import DataFormatError
+from .rule_lines import parse_lines
 
 # Bounds on one synonym set: its rules and a rule's phrases (each phrase is analysed when loading).
 MAX_RULES = 100_000
@@ -84,23 +84,12 @@ def parse_synonyms(lines: Iterable[str], source: str = "synonyms") -> list[Synon
     """The rules of a Solr / Elasticsearch synonym file. Blank lines and `#` comments are skipped.
     Every malformed line is reported (`DataFormatError` with the line numbers); nothing is returned
     half-way."""
-    rules: list[SynonymRule] = []
-    problems: list[str] = []
-    for number, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            rules.append(SynonymRule.parse(line))
-        except ValueError as e:
-            problems.append(f"line {number}: {e}")
-        if len(rules) > MAX_RULES:
-            problems.append(f"line {number}: more than {MAX_RULES:,} rules")
-            break
-    if problems:
-        shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
-        raise DataFormatError(f"{source}: nothing loaded, {len(problems)} malformed line(s): {shown}")
-    return rules
+    return parse_lines(lines, _uncommented, SynonymRule.parse, source=source, limit=MAX_RULES, unit="rules")
+
+
+def _uncommented(raw: str) -> str:
+    line = raw.strip()
+    return "" if line.startswith("#") else line
 
 
 class SynonymMap:

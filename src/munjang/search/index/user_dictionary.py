@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import DataFormatError
+from .rule_lines import parse_lines
 
 # The Sejong tags a user word may carry: nouns, verbs, adjectives, roots (Kiwi's add_user_word).
 USER_WORD_TAGS = ("NNG", "NNP", "NNB", "NR", "NP", "VV", "VA", "XR", "MAG", "SL")
@@ -80,23 +80,11 @@ def parse_user_dictionary(lines: Iterable[str], source: str = "dictionary") -> l
     """The words of a dictionary file's lines: nori's "word [part ...]" (space-separated) or
     "word<TAB>TAG[<TAB>score]". Blank lines and `#` comments are skipped. Every malformed line is
     reported (`DataFormatError` naming `source` and the line numbers); nothing is returned half-way."""
-    words: list[UserWord] = []
-    problems: list[str] = []
-    for number, raw in enumerate(lines, 1):
-        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not line:
-            continue
-        try:
-            words.append(_parse_line(line))
-        except ValueError as e:
-            problems.append(f"line {number}: {e}")
-        if len(words) > MAX_USER_WORDS:
-            problems.append(f"line {number}: more than {MAX_USER_WORDS:,} words")
-            break
-    if problems:
-        shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
-        raise DataFormatError(f"{source}: nothing loaded, {len(problems)} malformed line(s): {shown}")
-    return words
+    return parse_lines(lines, _uncommented, _parse_line, source=source, limit=MAX_USER_WORDS, unit="words")
+
+
+def _uncommented(raw: str) -> str:
+    return raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
 
 
 def _parse_line(line: str) -> UserWord:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..base import Filter, Queries, TopK
 from ..filters import _checked, check_size
 
 FIELD = "mf"
@@ -189,3 +190,17 @@ def compile_native(spec: Mapping[str, Any], kinds: Mapping[str, str], models: An
     except _Unsupported:
         return None
     return true
+
+
+def retrieve_filtered(engine: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
+    """`engine`'s top-k per query row (an engine with `search`, `search_native` and
+    `native_filter`), filtered in Qdrant: by the filter compiled for it where that keeps its meaning,
+    else by the labels it allows (nothing searched when none is)."""
+    if filter is None:
+        return engine.search(queries.encoded, k)
+    native = filter.native("qdrant", engine.native_filter)
+    if native is not None:
+        return engine.search_native(queries.encoded, k, native)
+    if len(filter.allowed) == 0:
+        return queries.none()
+    return engine.search(queries.encoded, k, filter.allowed)

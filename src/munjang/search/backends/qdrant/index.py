@@ -33,7 +33,7 @@ from ...._util.extras import require
 from ...followers.dense import label_problems
 from ..base import Filter, Queries, TopK, Watermark, ranked_rows
 from .bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
-from .filters import compile_native, filter_payload, merge_kinds
+from .filters import compile_native, filter_payload, merge_kinds, retrieve_filtered
 from .sparse import sparse_config, sparse_points
 from .tokens import token_points, tokens_config
 
@@ -480,14 +480,7 @@ class QdrantLexical:
         """Caught up, the top-k per tokenized query, filtered in Qdrant: by the filter compiled for
         it where that keeps its meaning, else by the labels it allows."""
         self.sync(store)
-        if filter is not None:
-            native = filter.native("qdrant", self.native_filter)
-            if native is not None:
-                return self.search_native(queries.encoded, k, native)
-            if len(filter.allowed) == 0:
-                return queries.none()
-            return self.search(queries.encoded, k, filter.allowed)
-        return self.search(queries.encoded, k)
+        return retrieve_filtered(self, queries, k, filter)
 
     def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
         found = store.tokens_of(list(labels))

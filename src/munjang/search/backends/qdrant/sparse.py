@@ -25,6 +25,7 @@ import numpy as np
 from ...followers.dense import label_problems
 from ...index.sparse_index import SparseIndex, rows_to_csr
 from ..base import CollectionError, Filter, Queries, TopK, sparse_cache_key
+from .filters import retrieve_filtered
 
 NAME = "splade"
 ROUNDING = 2.0**-23  # float32's unit roundoff, twice: Qdrant's sums and the exact ones both round
@@ -68,14 +69,7 @@ class QdrantSparse:
     def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
         """The top-k per query row, filtered in Qdrant: by the filter compiled for it where that
         keeps its meaning, else by the labels it allows (nothing encoded when none is)."""
-        if filter is None:
-            return self.search(queries.encoded, k)
-        native = filter.native("qdrant", self.native_filter)
-        if native is not None:
-            return self.search_native(queries.encoded, k, native)
-        if len(filter.allowed) == 0:
-            return queries.none()
-        return self.search(queries.encoded, k, filter.allowed)
+        return retrieve_filtered(self, queries, k, filter)
 
     def native_filter(self, spec: Mapping[str, Any]) -> Any | None:
         self.points.sync(self.store)
