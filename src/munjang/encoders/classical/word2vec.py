@@ -124,6 +124,8 @@ class Word2VecEncoder(ClassicalEncoder):
     """Sentence vectors pooled from word2vec word vectors (mean, or SIF with the common component removed)."""
 
     kind = "word2vec"
+    # Sentence vectors are not unit length (a search's encode_query / encode_document make them so).
+    normalizes = False
 
     def __init__(
         self,
@@ -244,6 +246,14 @@ class Word2VecEncoder(ClassicalEncoder):
 
             return torch.from_numpy(result)
         return result
+
+    def input_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's characters: what `max_seq_length` bounds (the tokenizer's time grows with them)."""
+        return [len(t) for t in texts]
+
+    def decode_ids(self, ids: list[int]) -> str:
+        """Refused: word2vec reads text (its words come from the tokenizer), not token ids."""
+        raise ValueError("this word2vec model reads text, not token ids; send strings")
 
     def word_vector(self, word: str) -> np.ndarray:
         """The trained vector of `word` (KeyError for a word the model does not know)."""
