@@ -5,8 +5,12 @@ models and encodes them under the compute gate; the vectors are the encoder's ow
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -15,6 +19,7 @@ from munjang.encoders.classical import Word2VecEncoder, fit_classical, load_clas
 from munjang.server.app import create_app
 from munjang.server.served_models import load_served_model
 from munjang.server.settings import ServerSettings
+from tests.helpers.processes import ROOT, free_port
 from tests.helpers.server import LOCAL
 
 pytest.importorskip("gensim")
@@ -67,7 +72,8 @@ def test_embeddings_equal_the_encoders_in_both_formats(served) -> None:
     np.testing.assert_array_equal(raw, reference.encode(texts[0]))
     short = client.post("/v1/embeddings", json={"input": texts, "dimensions": 5}).json()["data"]
     np.testing.assert_array_equal(
-        np.array([row["embedding"] for row in short], dtype=np.float32), reference.encode(texts, truncate_dim=5)
+        np.array([row["embedding"] for row in short], dtype=np.float32),
+        reference.encode(texts, truncate_dim=5),
     )
 
 
@@ -130,3 +136,23 @@ def test_a_collection_of_the_served_model_searches_with_it(served, folders) -> N
 def test_term_vectors_are_refused_as_a_dense_model(folders) -> None:
     with pytest.raises(ValueError, match="--sparse-model"):
         load_served_model(folders["tfidf"])
+
+
+def test_munjang_serve_loads_the_folder_in_a_fresh_process(folders, tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MUNJANG_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "munjang.cli", "serve", "--model", f"w2v={folders['w2v']}"]
+    command += ["--port", str(port), "--no-mcp"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("serving w2v at "), line
+        texts = ["고양이가 생선을 좋아한다", "비가 온다"]
+        answer = httpx.post(f"http://127.0.0.1:{port}/v1/embeddings", json={"input": texts}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        got = np.array([row["embedding"] for row in answer.json()["data"]], dtype=np.float32)
+        np.testing.assert_array_equal(got, load_classical_encoder(folders["w2v"]).encode(texts))
+    finally:
+        server.kill()
+        server.wait()
