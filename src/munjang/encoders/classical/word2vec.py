@@ -19,9 +19,11 @@ and loads without it.
 
 from __future__ import annotations
 
+import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,8 @@ import scipy.sparse as sp
 from ..._util.extras import require
 from ...search.index.tokenizers import Tokenizer
 from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, corpus_tokens, make_tokenizer
-from .folder import Saved
+from .checkpoint import EpochCheckpoint, fingerprint
+from .folder import Saved, check_replaceable
 
 ARCHITECTURES = ("cbow", "skipgram")
 POOLINGS = ("mean", "sif")
@@ -71,6 +74,10 @@ class Word2VecOptions:
         if self.sif_a <= 0:
             raise ValueError(f"sif_a must be positive, not {self.sif_a}")
 
+    def training_settings(self) -> dict[str, Any]:
+        """What decides the trained vectors (the pooling does not): a checkpoint's fingerprint."""
+        return {k: v for k, v in asdict(self).items() if k not in ("pooling", "sif_a")}
+
     def gensim_arguments(self) -> dict[str, Any]:
         """The keyword arguments of `gensim.models.Word2Vec` these options give."""
         return {
@@ -88,16 +95,18 @@ class Word2VecOptions:
 
 
 def train_word2vec(
-    documents: Sequence[Sequence[str]], options: Word2VecOptions, show_progress_bar: bool = False
+    documents: Sequence[Sequence[str]],
+    options: Word2VecOptions,
+    show_progress_bar: bool = False,
+    checkpoint: EpochCheckpoint | None = None,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(words, their vectors float32, their corpus counts) of gensim's Word2Vec on `documents`."""
+    """(words, their vectors float32, their corpus counts) of gensim's Word2Vec on `documents`.
+    With `checkpoint`, each epoch is saved there and a fit of the same corpus and options goes on
+    after the last saved one. `on_epoch(epochs_done)` is called after each epoch (and its save)."""
     gensim_models = require("gensim.models")
     from gensim.models.callbacks import CallbackAny2Vec
     from tqdm.auto import tqdm
-
-    class Progress(CallbackAny2Vec):
-        def on_epoch_end(self, model: Any) -> None:
-            bar.update(1)
 
     corpus = [list(d) for d in documents]
     model = gensim_models.Word2Vec(**options.gensim_arguments())
@@ -105,15 +114,35 @@ def train_word2vec(
     words = list(model.wv.index_to_key)
     if not words:
         raise ValueError(f"no word occurs min_count={options.min_count} times in the fitting corpus")
-    bar = tqdm(total=options.epochs, desc="word2vec", unit="epoch", disable=not show_progress_bar)
+    done = checkpoint.restore(model, options.epochs) if checkpoint is not None else 0
+
+    class Progress(CallbackAny2Vec):
+        def __init__(self) -> None:
+            self.epochs_done = done
+
+        def on_epoch_end(self, model: Any) -> None:
+            self.epochs_done += 1
+            if checkpoint is not None:
+                checkpoint.save(model, self.epochs_done)
+            bar.update(1)
+            if on_epoch is not None:
+                on_epoch(self.epochs_done)
+
+    bar = tqdm(
+        total=options.epochs, initial=done, desc="word2vec", unit="epoch", disable=not show_progress_bar
+    )
+    # The rate gensim's linear decay reached after `done` of all the epochs (None: from the start).
+    start = model.alpha - (model.alpha - model.min_alpha) * done / options.epochs if done else None
     try:  # what Word2Vec(sentences=corpus) runs after building the vocabulary
-        model.train(
-            corpus,
-            total_examples=model.corpus_count,
-            total_words=model.corpus_total_words,
-            epochs=model.epochs,
-            callbacks=[Progress()],
-        )
+        if done < options.epochs:
+            model.train(
+                corpus,
+                total_examples=model.corpus_count,
+                total_words=model.corpus_total_words,
+                epochs=options.epochs - done,
+                start_alpha=start,
+                callbacks=[Progress()],
+            )
     finally:
         bar.close()
     counts = np.array([model.wv.get_vecattr(w, "count") for w in words], dtype=np.float64)
@@ -159,10 +188,18 @@ class Word2VecEncoder(ClassicalEncoder):
         options: Word2VecOptions | None = None,
         show_progress_bar: bool = False,
         fitted_on: dict[str, Any] | None = None,
+        checkpoint_folder: str | os.PathLike[str] | None = None,
+        on_epoch: Callable[[int], None] | None = None,
     ) -> Word2VecEncoder:
-        """Tokenize `texts`, train word2vec on them and, for SIF, find the common component."""
+        """Tokenize `texts`, train word2vec on them and, for SIF, find the common component.
+        `checkpoint_folder` (the folder the model will be saved to) keeps a checkpoint after each
+        epoch, from which the same fit resumes (`checkpoint.py`)."""
+        if checkpoint_folder is not None:
+            check_replaceable(Path(checkpoint_folder))
         analyzer, tokens = corpus_tokens(texts, tokenizer, show_progress_bar)
-        return cls.fit_tokens(tokens, analyzer, options, show_progress_bar, fitted_on)
+        return cls.fit_tokens(
+            tokens, analyzer, options, show_progress_bar, fitted_on, checkpoint_folder, on_epoch
+        )
 
     @classmethod
     def fit_tokens(
@@ -172,10 +209,17 @@ class Word2VecEncoder(ClassicalEncoder):
         options: Word2VecOptions | None = None,
         show_progress_bar: bool = False,
         fitted_on: dict[str, Any] | None = None,
+        checkpoint_folder: str | os.PathLike[str] | None = None,
+        on_epoch: Callable[[int], None] | None = None,
     ) -> Word2VecEncoder:
-        """Train on documents already tokenized."""
+        """Train on documents already tokenized (`fit` for the checkpoint)."""
         options = options or Word2VecOptions()
-        words, vectors, counts = train_word2vec(documents, options, show_progress_bar)
+        checkpoint = None
+        if checkpoint_folder is not None:
+            check_replaceable(Path(checkpoint_folder))
+            settings = {**options.training_settings(), "tokenizer": tokenizer.get_config_dict()}
+            checkpoint = EpochCheckpoint(Path(checkpoint_folder), fingerprint(documents, settings))
+        words, vectors, counts = train_word2vec(documents, options, show_progress_bar, checkpoint, on_epoch)
         provenance = {
             "documents": len(documents),
             "tokens": int(sum(map(len, documents))),
