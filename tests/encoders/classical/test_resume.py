@@ -138,5 +138,6 @@ def test_the_shell_command_resumes(tmp_path: Path, whole, capsys, monkeypatch, c
         code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 0, err
     assert "resuming word2vec after epoch 1 of 3" in caplog.text
+    assert "word2vec:  33%" in err and "63/63" in err  # texts over the epochs, the first one done
     assert not (folder / CHECKPOINT).exists()
     np.testing.assert_allclose(load_classical_encoder(folder).vectors, whole.vectors, atol=1e-6)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,23 @@ class Word2VecOptions:
         }
 
 
+class CountedTexts:
+    """A corpus gensim reads once per epoch, reporting every PROGRESS_STEP texts it hands out."""
+
+    PROGRESS_STEP = 1000
+
+    def __init__(self, documents: list[list[str]], advance: Callable[[int], object]) -> None:
+        self.documents = documents
+        self.advance = advance
+
+    def __iter__(self) -> Iterator[list[str]]:
+        for i, tokens in enumerate(self.documents, 1):
+            yield tokens
+            if i % self.PROGRESS_STEP == 0:
+                self.advance(self.PROGRESS_STEP)
+        self.advance(len(self.documents) % self.PROGRESS_STEP)
+
+
 def train_word2vec(
     documents: Sequence[Sequence[str]],
     options: Word2VecOptions,
@@ -116,7 +133,7 @@ def train_word2vec(
         raise ValueError(f"no word occurs min_count={options.min_count} times in the fitting corpus")
     done = checkpoint.restore(model, options.epochs) if checkpoint is not None else 0
 
-    class Progress(CallbackAny2Vec):
+    class Epochs(CallbackAny2Vec):
         def __init__(self) -> None:
             self.epochs_done = done
 
@@ -124,24 +141,29 @@ def train_word2vec(
             self.epochs_done += 1
             if checkpoint is not None:
                 checkpoint.save(model, self.epochs_done)
-            bar.update(1)
+            bar.set_postfix_str(f"epoch {self.epochs_done}/{options.epochs}")
             if on_epoch is not None:
                 on_epoch(self.epochs_done)
 
+    # Texts handed to gensim, across all the epochs: the bar moves within an epoch too.
     bar = tqdm(
-        total=options.epochs, initial=done, desc="word2vec", unit="epoch", disable=not show_progress_bar
+        total=options.epochs * len(corpus),
+        initial=done * len(corpus),
+        desc="word2vec",
+        unit="text",
+        disable=not show_progress_bar,
     )
     # The rate gensim's linear decay reached after `done` of all the epochs (None: from the start).
     start = model.alpha - (model.alpha - model.min_alpha) * done / options.epochs if done else None
     try:  # what Word2Vec(sentences=corpus) runs after building the vocabulary
         if done < options.epochs:
             model.train(
-                corpus,
+                CountedTexts(corpus, bar.update),
                 total_examples=model.corpus_count,
                 total_words=model.corpus_total_words,
                 epochs=options.epochs - done,
                 start_alpha=start,
-                callbacks=[Progress()],
+                callbacks=[Epochs()],
             )
     finally:
         bar.close()
