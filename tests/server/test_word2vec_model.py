@@ -20,7 +20,7 @@ from munjang.server.app import create_app
 from munjang.server.served_models import load_served_model
 from munjang.server.settings import ServerSettings
 from tests.helpers.processes import ROOT, free_port
-from tests.helpers.server import LOCAL
+from tests.helpers.server import LOCAL, live_server
 
 pytest.importorskip("gensim")
 
@@ -156,3 +156,30 @@ def test_munjang_serve_loads_the_folder_in_a_fresh_process(folders, tmp_path: Pa
     finally:
         server.kill()
         server.wait()
+
+
+def test_the_mcp_embed_tool_serves_it(folders) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    model = load_classical_encoder(folders["w2v"])
+    texts = ["고양이가 생선을 좋아한다", "비가 온다"]
+
+    async def embed(url: str) -> object:
+        async with (
+            httpx2.AsyncClient(timeout=60) as http,
+            streamable_http_client(url, http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("embed", {"texts": texts})
+            assert not result.is_error, result.content
+            return result.structured_content
+
+    with live_server(create_app(ServerSettings(models={"w2v": model}, mcp=True))) as base:
+        answer = anyio.run(embed, f"{base}/mcp")
+    assert isinstance(answer, dict) and answer["model"] == "w2v"
+    np.testing.assert_array_equal(np.array(answer["embeddings"], dtype=np.float32), model.encode(texts))
