@@ -16,6 +16,7 @@ import numpy as np
 
 from .._util.bundled import demo_corpus, demo_documents
 from ..encoders.dense.encoder import SentenceEncoder
+from ..encoders.embedder import Embedder
 from ..search import semantic_search
 
 DEMO_SENTENCES = [
@@ -94,7 +95,7 @@ def run_demo(encoder: SentenceEncoder, name: str, echo: Callable[[str], None] = 
 
 def demo_collection(
     folder: str | os.PathLike[str],
-    encoder: SentenceEncoder | None = None,
+    encoder: Embedder | None = None,
     model: str | None = None,
 ) -> Path:
     """The demo collection in `folder`, built there on first use (hybrid search: dense vectors

@@ -45,16 +45,16 @@ def mcp(
     require("mcp")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from ..access.grants import FULL, Grant
-    from ..encoders.dense.encoder import load_encoder
     from ..models import DEFAULT_SERVE_MODELS
     from ..server import ServerSettings
     from ..server.mcp_server import ServedParts, build_mcp
+    from ..server.served_models import load_served_model
     from .serve import _named_models
 
     if collections_dir is not None and not collections_dir.is_dir():
         raise ValueError(f"--collections-dir {collections_dir}: no such folder")
     encoders = {
-        name: load_encoder(path, device=device)
+        name: load_served_model(path, device=device)
         for name, path in _named_models(model, DEFAULT_SERVE_MODELS[:1])
     }
     settings = ServerSettings(

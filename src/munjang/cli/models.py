@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -130,7 +130,9 @@ def fit_classical(
     """Fit a classical encoder (one-hot, bag of words, TF-IDF, word2vec) on a corpus and save its folder.
 
     The folder loads wherever a model name goes: `munjang eval sts -m FOLDER`, a collection's model
-    (word2vec) or sparse retriever (term kinds), `munjang serve --sparse-model FOLDER`."""
+    (word2vec) or sparse retriever (term kinds), `munjang serve --model` (word2vec) or
+    `--sparse-model` (term kinds). word2vec saves a checkpoint in the output folder after each
+    epoch: run the same command again after an interruption and it goes on from there."""
     from ..encoders.classical import KINDS
     from ..encoders.classical import fit_classical as fit
 
@@ -138,7 +140,7 @@ def fit_classical(
         raise MunjangError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
     texts = read_corpus(corpus, max_texts)
     if kind in ("onehot", "bow", "tfidf"):
-        options: dict[str, object] = {"min_df": min_df, "max_features": max_features}
+        options: dict[str, Any] = {"min_df": min_df, "max_features": max_features}
         if kind == "tfidf":
             options |= {"sublinear_tf": sublinear_tf, "smooth_idf": smooth_idf}
     else:
@@ -154,7 +156,13 @@ def fit_classical(
     fitted_on = {"corpus": [str(p) for p in corpus]}
     try:
         encoder = fit(
-            kind, texts, tokenizer=tokenizer, show_progress_bar=True, fitted_on=fitted_on, **options
+            kind,
+            texts,
+            tokenizer=tokenizer,
+            show_progress_bar=True,
+            fitted_on=fitted_on,
+            checkpoint_folder=output,
+            **options,
         )
         encoder.save(output)
     except ValueError as e:

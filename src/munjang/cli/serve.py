@@ -203,23 +203,26 @@ def serve(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from ..encoders.cross import load_cross_encoder
-    from ..encoders.dense.encoder import load_encoder
+    from ..encoders.dense.encoder import SentenceEncoder
     from ..inference.memory import release_freed_memory as release_memory
     from ..models import DEFAULT_SERVE_MODELS
     from ..server import ServerSettings, create_app
     from ..server.backend_choice import BackgroundChoice
     from ..server.protocol import HeaderDeadlineProtocol
+    from ..server.served_models import ServedModel, load_served_model
 
     served = _named_models(model, DEFAULT_SERVE_MODELS)
-    encoders = {}
+    encoders: dict[str, ServedModel] = {}
     for name, path in served:
-        encoders[name] = load_encoder(
+        encoders[name] = load_served_model(
             path, device=device, backend=backend, precision=precision, threads=threads
         )
+    # The sentence encoders (a classical word2vec model has no backend, weights or warm-up).
+    sentence_encoders = {n: e for n, e in encoders.items() if isinstance(e, SentenceEncoder)}
     # Models whose backend choice is still to be measured serve on torch fp32 until it is made.
-    provisional = BackgroundChoice.provisional(encoders)
+    provisional = BackgroundChoice.provisional(sentence_encoders)
     background = BackgroundChoice(provisional)
-    for name, encoder in encoders.items():
+    for name, encoder in sentence_encoders.items():
         if name in provisional:  # torch compiles nothing: one short call builds what it keeps
             encoder.encode("warm up")
             continue
@@ -275,7 +278,9 @@ def serve(
         max_collections=max_collections,
         host=host,
         port=port,
-        model_processes=_default_model_processes(encoders) if model_processes is None else model_processes,
+        model_processes=(
+            _default_model_processes(sentence_encoders) if model_processes is None else model_processes
+        ),
         batch_max_tokens=batch_tokens,
         background_choice=background,
         collection_builders=builders,

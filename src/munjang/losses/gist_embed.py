@@ -83,7 +83,7 @@ class GISTEmbedLoss(SentenceLoss):
             raise ValueError(
                 f"unknown margin_strategy {margin_strategy!r}; choose from {', '.join(MARGIN_STRATEGIES)}"
             )
-        if model.static is not None or model.clip is not None:
+        if model.encodes_whole_texts:
             raise ValueError(f"{type(self).__name__} trains a transformer text model")
         self.guide_name = guide if isinstance(guide, str) else str(guide.model_folder or type(guide).__name__)
         loaded = (
@@ -189,7 +189,7 @@ class GISTEmbedLoss(SentenceLoss):
 
 def _must_retokenize(model: SentenceEncoder, guide: SentenceEncoder) -> bool:
     """Whether the guide cannot read the model's token ids: another vocabulary, or fewer tokens."""
-    if guide.static is not None or guide.clip is not None:
+    if guide.encodes_whole_texts:
         return True
     return bool(
         model.tokenizer.get_vocab() != guide.tokenizer.get_vocab()

@@ -113,7 +113,7 @@ def start_model_processes(settings: ServerSettings) -> dict[str, list[EncoderPro
             )
             for _ in range(count)
         ]
-        for name, encoder in settings.models.items()
+        for name, encoder in settings.batched_models().items()
         if encoder.model_folder is not None
     }
 
@@ -136,7 +136,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             max_queue_wait_s=settings.max_queue_wait_s,
             warm_up=True,
         )
-        for name, encoder in settings.models.items()
+        for name, encoder in settings.batched_models().items()
     }
 
     collections = open_served(settings)
@@ -222,7 +222,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
             )
         try:
-            return await embed_batched(parsed, name, encoder, settings, batchers[name], request)
+            return await embed_batched(parsed, name, encoder, settings, batchers.get(name), gate, request)
         except APIError as e:
             if e.status == 503 and e.code is not None:
                 app.state.metrics.rejections.labels(reason=e.code).inc()

@@ -152,6 +152,8 @@ def backend_status(name: str, settings: Any) -> str:
     if status is not None:
         return status
     encoder = settings.models[name]
+    if not isinstance(encoder, SentenceEncoder):  # a classical encoder: numpy arrays, nothing to choose
+        return "numpy"
     if (encoder.backend_name, encoder.precision) == (AUTO, AUTO) and isinstance(
         encoder.input_module, Transformer
     ):

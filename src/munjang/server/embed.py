@@ -8,24 +8,29 @@ import math
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from tokenizers import Tokenizer
 
 from .._util import tracing
 from .._util.tracing import span
 from ..encoders.dense.encoder import SentenceEncoder
+from ..encoders.whole_text import WholeTextEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .errors import APIError
 from .inputs import check_count, is_blank
 from .schemas import Embedding, EmbeddingRequest, EmbeddingResponse, Usage
 from .settings import ServerSettings
 
+if TYPE_CHECKING:
+    from .compute import ComputeGate
 
-def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings) -> list[str]:
+
+def request_texts(
+    request: EmbeddingRequest, encoder: WholeTextEncoder, settings: ServerSettings
+) -> list[str]:
     """The texts to encode: strings as given, token-id lists decoded with the model's tokenizer.
 
     Raises APIError (400, naming `input` or `input[i]`) for empty input, too many inputs, an empty
@@ -39,20 +44,16 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
     else:
         items = list(raw)
     check_count(items, "input", settings.max_inputs_per_request)
-    tokenizer = encoder.tokenizer  # a transformers tokenizer, or a static model's tokenizers.Tokenizer
-    vocab = tokenizer.get_vocab_size() if isinstance(tokenizer, Tokenizer) else len(tokenizer)
     texts: list[str] = []
     for i, item in enumerate(items):
         param = "input" if isinstance(raw, str) or items[0] is raw else f"input[{i}]"
         if not item:
             raise APIError(400, f"'{param}' must not be empty", param, "empty_input")
         if isinstance(item, list):
-            bad = next((t for t in item if not 0 <= t < vocab), None)
-            if bad is not None:
-                raise APIError(
-                    400, f"'{param}' has token id {bad}, outside the vocabulary (0..{vocab - 1})", param
-                )
-            item = encoder.tokenizer.decode(item, skip_special_tokens=True)
+            try:
+                item = encoder.decode_ids(item)
+            except ValueError as e:
+                raise APIError(400, f"'{param}': {e}", param) from None
         if is_blank(item):
             raise APIError(400, f"'{param}' has no visible character", param, "empty_input")
         if len(item) > settings.max_chars_per_input:
@@ -67,7 +68,7 @@ def request_texts(request: EmbeddingRequest, encoder: SentenceEncoder, settings:
 
 
 def check_options(
-    request: EmbeddingRequest, encoder: SentenceEncoder, settings: ServerSettings | None = None
+    request: EmbeddingRequest, encoder: WholeTextEncoder, settings: ServerSettings | None = None
 ) -> None:
     """400 naming `dimensions`, `prompt_name` or `instruction` when the model cannot honour them."""
     if request.instruction is not None:
@@ -150,27 +151,21 @@ def prepare(request: EmbeddingRequest, encoder: SentenceEncoder, settings: Serve
     return PreparedRequest(encoded, options, sum(len(ids) for ids in encoded["input_ids"]))
 
 
-def whole_text_lengths(encoder: SentenceEncoder, texts: list[str]) -> list[int]:
-    """Token counts of texts for a model encoded from whole texts (CLIP or static), untruncated."""
-    if encoder.clip is not None:
-        return [len(ids) for ids in encoder.clip.tokenizer(texts)["input_ids"]]
-    return [len(e.ids) for e in encoder.tokenizer.encode_batch(texts, add_special_tokens=False)]
-
-
 def embed_whole_texts(
-    request: EmbeddingRequest, name: str, encoder: SentenceEncoder, settings: ServerSettings
+    request: EmbeddingRequest, name: str, encoder: WholeTextEncoder, settings: ServerSettings
 ) -> EmbeddingResponse:
-    """Texts through a model with no token-id path to batch (CLIP, a static model): checked as any
-    request, then encoded whole (truncated at the model's limit; `truncate=false` is refused past it)."""
+    """Texts through a model with no token-id path to batch (CLIP, a static model, word2vec): checked
+    as any request, then encoded whole (cut at the model's limit; `truncate=false` is refused past
+    it). Usage counts the model's length unit (`input_lengths`), up to its limit."""
     texts = request_texts(request, encoder, settings)
     check_options(request, encoder, settings)
     prompt = request.instruction
     if prompt is None:
         prompt = encoder.prompts.get(request.prompt_name or encoder.default_prompt_name or "", "")
-    lengths = whole_text_lengths(encoder, [prompt + t for t in texts])
+    lengths = encoder.input_lengths([prompt + t for t in texts])
     if not request.truncate and max(lengths) > encoder.max_seq_length:
         i = max(range(len(lengths)), key=lengths.__getitem__)
-        message = f"'input[{i}]' has {lengths[i]} tokens, over the model's limit of {encoder.max_seq_length}"
+        message = f"'input[{i}]' has length {lengths[i]}, over the model's limit of {encoder.max_seq_length}"
         raise APIError(400, message, f"input[{i}]", "input_too_long")
     vectors = encoder.encode(
         texts,
@@ -232,22 +227,27 @@ def retry_after(seconds: float = RETRY_AFTER_S) -> dict[str, str]:
 async def embed_batched(
     request: EmbeddingRequest,
     name: str,
-    encoder: SentenceEncoder,
+    encoder: WholeTextEncoder,
     settings: ServerSettings,
-    batcher: DynamicBatcher,
+    batcher: DynamicBatcher | None,
+    gate: ComputeGate,
     http: Request | None = None,
 ) -> EmbeddingResponse:
     """Validate, encode and format one request, sharing model batches with concurrent requests.
+
+    A model served without a batcher (one that encodes whole texts: CLIP, static, word2vec) is
+    checked and encoded in one job under `gate`, bounded as the other computing routes are.
 
     Validation and tokenization run in a worker thread, and the wait for the batcher holds no
     thread, so every waiting request is in the batcher's queue rather than queued for a thread.
     A full queue is a 503 with Retry-After at once; a request past `settings.request_timeout_s`, or
     whose client (`http`) has gone, is dropped from the queue."""
-    if encoder.clip is not None or encoder.static is not None:
-        return await run_in_threadpool(embed_whole_texts, request, name, encoder, settings)
+    if batcher is None:
+        return await gate.run(lambda _: embed_whole_texts(request, name, encoder, settings), http)
+    model = batcher.encoder
     deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
     with span("tokenize", model=name):
-        prepared = await run_in_threadpool(prepare, request, encoder, settings)
+        prepared = await run_in_threadpool(prepare, request, model, settings)
     marks: list[int] = []  # traced: when the request was queued, and when its first batch began
     traced = tracing.TRACER is not None
     if traced:

@@ -66,7 +66,7 @@ class ServedParts:
                 max_queued_tokens=settings.max_queued_tokens,
                 max_queue_wait_s=settings.max_queue_wait_s,
             )
-            for name, encoder in settings.models.items()
+            for name, encoder in settings.batched_models().items()
         }
         gate = ComputeGate(
             settings.compute_threads,
@@ -218,7 +218,8 @@ def build_mcp(parts: ServedParts, grant_of: Callable[[Context], Grant]) -> MCPSe
                 raise APIError(
                     404, f"model {name!r} is not served here; served: {', '.join(settings.models)}"
                 )
-            answer = await embed_batched(parsed, name, encoder, settings, parts.batchers[name])
+            batcher = parts.batchers.get(name)
+            answer = await embed_batched(parsed, name, encoder, settings, batcher, parts.gate)
             return {"model": name, "embeddings": [row.embedding for row in answer.data]}
 
     return server

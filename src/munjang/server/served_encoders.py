@@ -12,10 +12,11 @@ fp32.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..encoders.dense.encoder import SentenceEncoder
+from .served_models import ServedModel
 
 
 def _folder(record: str) -> Path | None:
@@ -28,7 +29,7 @@ def _folder(record: str) -> Path | None:
         return None
 
 
-def served_encoder_for(record: str, models: dict[str, SentenceEncoder]) -> SentenceEncoder | None:
+def served_encoder_for(record: str, models: Mapping[str, ServedModel]) -> ServedModel | None:
     """The served encoder whose model the collection record `record` names, or None."""
     folders = {
         Path(encoder.model_folder).resolve(): encoder
@@ -41,7 +42,7 @@ def served_encoder_for(record: str, models: dict[str, SentenceEncoder]) -> Sente
     return folders.get(folder) if folder is not None else None
 
 
-def share_served_encoder(collection: Any, models: dict[str, SentenceEncoder]) -> Any:
+def share_served_encoder(collection: Any, models: Mapping[str, ServedModel]) -> Any:
     """`collection`, encoding with the served encoder of its model when one is served."""
     encoder = served_encoder_for(str(collection.config["model"]), models)
     if encoder is not None:

@@ -13,11 +13,17 @@ from ..encoders.m3.views import M3MultiVectorView, M3SparseView
 from ..encoders.multi_vector import MultiVectorEncoder
 from ..encoders.sparse.encoder import SparseEncoder
 from .backend_choice import BackgroundChoice
+from .served_models import ServedModel
 
 
 @dataclass
 class ServerSettings:
     """Models served by name (the first is the default) and per-request limits.
+
+    `models`: sentence encoders for /v1/embeddings and /v1/similarity. A transformer
+    `SentenceEncoder` is tokenized on arrival and encoded in batches shared between requests
+    (`batched_models`); a model that encodes whole texts (CLIP, static, a classical word2vec
+    encoder: `encoders.whole_text`) is encoded a request at a time under the compute gate.
 
     `rerankers`: cross-encoders served by /v1/rerank (the first is the default).
     `sparse_models`: sparse (SPLADE) encoders served by /v1/sparse_embeddings (the first is the default).
@@ -54,7 +60,7 @@ class ServerSettings:
     in the background, is made (`munjang serve` does this; see `server.backend_choice`).
     """
 
-    models: dict[str, SentenceEncoder] = field(default_factory=dict)
+    models: dict[str, ServedModel] = field(default_factory=dict)
     rerankers: dict[str, CrossEncoder] = field(default_factory=dict)
     sparse_models: dict[str, SparseEncoder | M3SparseView | TermEncoder] = field(default_factory=dict)
     collection_paths: dict[str, Path] = field(default_factory=dict)
@@ -97,6 +103,15 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if not self.models:
             raise ValueError("ServerSettings needs at least one model to serve")
+
+    def batched_models(self) -> dict[str, SentenceEncoder]:
+        """The served models with a token-id path (a transformer first): those given a batcher, model
+        processes and a backend choice."""
+        return {
+            name: model
+            for name, model in self.models.items()
+            if isinstance(model, SentenceEncoder) and not model.encodes_whole_texts
+        }
 
     @property
     def default_model(self) -> str:

@@ -22,12 +22,14 @@ from starlette.concurrency import run_in_threadpool
 
 from ..encoders.cross import CrossEncoder
 from ..encoders.dense.encoder import SentenceEncoder
+from ..encoders.whole_text import WholeTextEncoder
 from .batcher import DynamicBatcher, QueueFullError
 from .compute import CancelToken, ComputeGate
 from .embed import retry_after, wait_for_client
 from .errors import APIError, validation_error
 from .inputs import check_count, is_blank
 from .schemas import Text
+from .served_models import ServedModel
 from .settings import ServerSettings
 
 
@@ -109,14 +111,14 @@ def non_empty_text(text: str, param: str, settings: ServerSettings) -> None:
         raise APIError(400, f"'{param}' has {len(text)} characters, over the limit", param, "input_too_long")
 
 
-def similarity_scores(encoder: SentenceEncoder, request: SimilarityRequest) -> list[float]:
-    """Scores of a whole-text model (CLIP, static), encoded in one call."""
+def similarity_scores(encoder: WholeTextEncoder, request: SimilarityRequest) -> list[float]:
+    """Scores of a whole-text model (CLIP, static, word2vec), encoded in one call."""
     texts = [request.inputs.source_sentence, *request.inputs.sentences]
     vectors = encoder.encode(texts, prompt_name=request.prompt_name, show_progress_bar=False)
     return scores_of(encoder, np.asarray(vectors))
 
 
-def scores_of(encoder: SentenceEncoder, vectors: np.ndarray) -> list[float]:
+def scores_of(encoder: WholeTextEncoder, vectors: np.ndarray) -> list[float]:
     """The model's similarity between the first vector and each of the others."""
     scores = np.asarray(encoder.similarity(vectors[:1], vectors[1:]))[0]
     return [float(s) for s in scores]
@@ -179,7 +181,7 @@ def add_text_routes(
     is bounded as /v1/embeddings is: similarity shares the model's batcher (its queue bound,
     deadline and cancellation), the others run through `gate`."""
 
-    def encoder_named(name: str | None) -> tuple[str, SentenceEncoder]:
+    def encoder_named(name: str | None) -> tuple[str, ServedModel]:
         name = name or settings.default_model
         encoder = settings.models.get(name)
         if encoder is None:
@@ -197,15 +199,16 @@ def add_text_routes(
         name, encoder = encoder_named(parsed.model)
         if parsed.prompt_name is not None and parsed.prompt_name not in encoder.prompts:
             raise APIError(400, f"unknown prompt_name {parsed.prompt_name!r}", "prompt_name")
-        if encoder.clip is not None or encoder.static is not None:
+        batcher = batchers.get(name)
+        if batcher is None:  # a model that encodes whole texts
             return await gate.run(lambda _: similarity_scores(encoder, parsed), request)
         deadline = asyncio.get_running_loop().time() + settings.request_timeout_s
         texts = [parsed.inputs.source_sentence, *parsed.inputs.sentences]
         encoded, prompt_length = await run_in_threadpool(
-            encoder.token_ids, texts, prompt_name=parsed.prompt_name, truncate=True
+            batcher.encoder.token_ids, texts, prompt_name=parsed.prompt_name, truncate=True
         )
         try:
-            future = batchers[name].submit_tokenized(encoded, prompt_length=prompt_length, deadline=deadline)
+            future = batcher.submit_tokenized(encoded, prompt_length=prompt_length, deadline=deadline)
         except QueueFullError as e:
             raise APIError(
                 503, f"the model is busy: {e}", None, "queue_full", retry_after(e.retry_after)
@@ -219,7 +222,11 @@ def add_text_routes(
         parsed = parse(TokenizeRequest, await read_body(request, settings.max_body_bytes))
         texts = [parsed.inputs] if isinstance(parsed.inputs, str) else list(parsed.inputs)
         non_empty(texts, "inputs", settings)
-        _, encoder = encoder_named(parsed.model)
+        name, encoder = encoder_named(parsed.model)
+        if not isinstance(encoder, SentenceEncoder):
+            raise APIError(
+                400, f"model {name!r} reads text, not token ids: it has no tokens to show", "model"
+            )
         limit = settings.max_tokenize_tokens
         body = await gate.run(
             lambda _: tokens_json(encoder, texts, parsed.add_special_tokens, limit), request

@@ -5,6 +5,9 @@ sparse retriever; folder and Qdrant), the server's sparse route, and the shell."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ from munjang.evaluation import InformationRetrievalEvaluator, STSEvaluator
 from munjang.server import ServerSettings, create_app
 from tests.helpers.cli import run_cli
 from tests.helpers.collection_backends import qdrant_url
+from tests.helpers.processes import ROOT
 from tests.helpers.server import LOCAL
 
 CORPUS = [
@@ -176,3 +180,22 @@ def test_fit_and_compare_from_the_shell(tmp_path: Path, capsys, monkeypatch) -> 
         monkeypatch,
     )
     assert code != 0 and err.strip().startswith("error:") and "Traceback" not in err
+
+
+def test_a_word2vec_collection_searches_alike_in_a_fresh_process(tmp_path: Path) -> None:
+    pytest.importorskip("gensim")
+    w2v = tmp_path / "skipgram"
+    fit_classical("skipgram", CORPUS, min_count=1, vector_size=16, epochs=2).save(w2v)
+    where = tmp_path / "col"
+    with Collection.create(str(where), model=str(w2v)) as collection:
+        collection.add([f"d{i}" for i in range(len(CORPUS))], CORPUS)
+        here = collection.search("고양이 생선", k=4, mode="dense")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MUNJANG_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "munjang.cli", "index", "search", str(where), "-q", "고양이 생선"]
+    done = subprocess.run(
+        [*command, "-k", "4", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    there = json.loads(done.stdout.splitlines()[0])["results"]
+    assert [h["id"] for h in there] == [h.id for h in here]
+    np.testing.assert_allclose([h["score"] for h in there], [h.score for h in here], atol=1e-6)

@@ -29,6 +29,8 @@ from ...errors import ModelLoadError
 from ..formats import CLASSICAL_MODEL_TYPE, is_classical_folder
 from ..settings import EncoderSettings
 
+# A word2vec fit's checkpoint, kept in the output folder until the model is saved there (checkpoint.py).
+CHECKPOINT = ".word2vec-checkpoint.npz"
 FORMAT = "munjang-classical"
 FORMAT_VERSION = 1
 HEADER = "classical.json"
@@ -113,11 +115,21 @@ def read_folder(folder: Path) -> Saved:
     return Saved(str(header.get("kind")), config, vocabulary, arrays)
 
 
-def replace_folder(folder: Path) -> None:
-    """Clear a folder that is about to hold a newly fitted model: only a classical folder (or an
-    empty one) is replaced, so a fit never deletes anything else."""
+def check_replaceable(folder: Path) -> None:
+    """ValueError unless `folder` may take a newly fitted model: absent, empty, a classical model's
+    folder, or holding only a fit's checkpoint. Checked before fitting, so a long fit never ends
+    in a refusal."""
     if not folder.exists():
         return
-    if any(folder.iterdir()) and not is_classical_folder(folder):
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is a file; choose a folder for the model")
+    if any(p.name != CHECKPOINT for p in folder.iterdir()) and not is_classical_folder(folder):
         raise ValueError(f"{folder} exists and is not a classical model folder; choose another output")
-    shutil.rmtree(folder)
+
+
+def replace_folder(folder: Path) -> None:
+    """Clear a folder that is about to hold a newly fitted model (`check_replaceable` first), its
+    checkpoint included: a fit never deletes anything else."""
+    check_replaceable(folder)
+    if folder.exists():
+        shutil.rmtree(folder)

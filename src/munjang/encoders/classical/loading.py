@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,15 @@ def fit_classical(
     tokenizer: str = "auto",
     show_progress_bar: bool = False,
     fitted_on: dict[str, Any] | None = None,
+    checkpoint_folder: str | os.PathLike[str] | None = None,
+    on_epoch: Callable[[int], None] | None = None,
     **options: Any,
 ) -> ClassicalEncoder:
     """A `kind` encoder (one-hot, bow, tfidf, cbow, skipgram) fitted on `texts`; `options` are
     `TermOptions`' (min_df, max_features, smooth_idf, sublinear_tf, norm) or `Word2VecOptions`'
-    (vector_size, window, min_count, epochs, seed, workers, pooling, ...)."""
+    (vector_size, window, min_count, epochs, seed, workers, pooling, ...). word2vec keeps a
+    checkpoint in `checkpoint_folder` after each epoch (`on_epoch(epochs_done)` is called then) and
+    resumes the same fit from it; the term kinds fit in one pass and keep none."""
     if kind not in KINDS:
         raise ValueError(f"unknown classical kind {kind!r}; choose from {', '.join(KINDS)}")
     if not texts:
@@ -38,7 +42,9 @@ def fit_classical(
         term_options = TermOptions(**{"norm": "l2" if kind == "tfidf" else None, **options})
         return TermEncoder.fit(kind, texts, tokenizer, term_options, show_progress_bar, fitted_on)
     w2v_options = Word2VecOptions(architecture=kind, **options)
-    return Word2VecEncoder.fit(texts, tokenizer, w2v_options, show_progress_bar, fitted_on)
+    return Word2VecEncoder.fit(
+        texts, tokenizer, w2v_options, show_progress_bar, fitted_on, checkpoint_folder, on_epoch
+    )
 
 
 def load_classical_encoder(path: str | os.PathLike[str]) -> TermEncoder | Word2VecEncoder:

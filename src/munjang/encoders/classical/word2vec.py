@@ -19,9 +19,11 @@ and loads without it.
 
 from __future__ import annotations
 
+import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,8 @@ import scipy.sparse as sp
 from ..._util.extras import require
 from ...search.index.tokenizers import Tokenizer
 from .base import DEFAULT_MAX_CHARS, ClassicalEncoder, as_texts, corpus_tokens, make_tokenizer
-from .folder import Saved
+from .checkpoint import EpochCheckpoint, fingerprint
+from .folder import Saved, check_replaceable
 
 ARCHITECTURES = ("cbow", "skipgram")
 POOLINGS = ("mean", "sif")
@@ -71,6 +74,10 @@ class Word2VecOptions:
         if self.sif_a <= 0:
             raise ValueError(f"sif_a must be positive, not {self.sif_a}")
 
+    def training_settings(self) -> dict[str, Any]:
+        """What decides the trained vectors (the pooling does not): a checkpoint's fingerprint."""
+        return {k: v for k, v in asdict(self).items() if k not in ("pooling", "sif_a")}
+
     def gensim_arguments(self) -> dict[str, Any]:
         """The keyword arguments of `gensim.models.Word2Vec` these options give."""
         return {
@@ -87,17 +94,36 @@ class Word2VecOptions:
         }
 
 
+class CountedTexts:
+    """A corpus gensim reads once per epoch, reporting every PROGRESS_STEP texts it hands out."""
+
+    PROGRESS_STEP = 1000
+
+    def __init__(self, documents: list[list[str]], advance: Callable[[int], object]) -> None:
+        self.documents = documents
+        self.advance = advance
+
+    def __iter__(self) -> Iterator[list[str]]:
+        for i, tokens in enumerate(self.documents, 1):
+            yield tokens
+            if i % self.PROGRESS_STEP == 0:
+                self.advance(self.PROGRESS_STEP)
+        self.advance(len(self.documents) % self.PROGRESS_STEP)
+
+
 def train_word2vec(
-    documents: Sequence[Sequence[str]], options: Word2VecOptions, show_progress_bar: bool = False
+    documents: Sequence[Sequence[str]],
+    options: Word2VecOptions,
+    show_progress_bar: bool = False,
+    checkpoint: EpochCheckpoint | None = None,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(words, their vectors float32, their corpus counts) of gensim's Word2Vec on `documents`."""
+    """(words, their vectors float32, their corpus counts) of gensim's Word2Vec on `documents`.
+    With `checkpoint`, each epoch is saved there and a fit of the same corpus and options goes on
+    after the last saved one. `on_epoch(epochs_done)` is called after each epoch (and its save)."""
     gensim_models = require("gensim.models")
     from gensim.models.callbacks import CallbackAny2Vec
     from tqdm.auto import tqdm
-
-    class Progress(CallbackAny2Vec):
-        def on_epoch_end(self, model: Any) -> None:
-            bar.update(1)
 
     corpus = [list(d) for d in documents]
     model = gensim_models.Word2Vec(**options.gensim_arguments())
@@ -105,15 +131,40 @@ def train_word2vec(
     words = list(model.wv.index_to_key)
     if not words:
         raise ValueError(f"no word occurs min_count={options.min_count} times in the fitting corpus")
-    bar = tqdm(total=options.epochs, desc="word2vec", unit="epoch", disable=not show_progress_bar)
+    done = checkpoint.restore(model, options.epochs) if checkpoint is not None else 0
+
+    class Epochs(CallbackAny2Vec):
+        def __init__(self) -> None:
+            self.epochs_done = done
+
+        def on_epoch_end(self, model: Any) -> None:
+            self.epochs_done += 1
+            if checkpoint is not None:
+                checkpoint.save(model, self.epochs_done)
+            bar.set_postfix_str(f"epoch {self.epochs_done}/{options.epochs}")
+            if on_epoch is not None:
+                on_epoch(self.epochs_done)
+
+    # Texts handed to gensim, across all the epochs: the bar moves within an epoch too.
+    bar = tqdm(
+        total=options.epochs * len(corpus),
+        initial=done * len(corpus),
+        desc="word2vec",
+        unit="text",
+        disable=not show_progress_bar,
+    )
+    # The rate gensim's linear decay reached after `done` of all the epochs (None: from the start).
+    start = model.alpha - (model.alpha - model.min_alpha) * done / options.epochs if done else None
     try:  # what Word2Vec(sentences=corpus) runs after building the vocabulary
-        model.train(
-            corpus,
-            total_examples=model.corpus_count,
-            total_words=model.corpus_total_words,
-            epochs=model.epochs,
-            callbacks=[Progress()],
-        )
+        if done < options.epochs:
+            model.train(
+                CountedTexts(corpus, bar.update),
+                total_examples=model.corpus_count,
+                total_words=model.corpus_total_words,
+                epochs=options.epochs - done,
+                start_alpha=start,
+                callbacks=[Epochs()],
+            )
     finally:
         bar.close()
     counts = np.array([model.wv.get_vecattr(w, "count") for w in words], dtype=np.float64)
@@ -124,6 +175,8 @@ class Word2VecEncoder(ClassicalEncoder):
     """Sentence vectors pooled from word2vec word vectors (mean, or SIF with the common component removed)."""
 
     kind = "word2vec"
+    # Sentence vectors are not unit length (a search's encode_query / encode_document make them so).
+    normalizes = False
 
     def __init__(
         self,
@@ -157,10 +210,18 @@ class Word2VecEncoder(ClassicalEncoder):
         options: Word2VecOptions | None = None,
         show_progress_bar: bool = False,
         fitted_on: dict[str, Any] | None = None,
+        checkpoint_folder: str | os.PathLike[str] | None = None,
+        on_epoch: Callable[[int], None] | None = None,
     ) -> Word2VecEncoder:
-        """Tokenize `texts`, train word2vec on them and, for SIF, find the common component."""
+        """Tokenize `texts`, train word2vec on them and, for SIF, find the common component.
+        `checkpoint_folder` (the folder the model will be saved to) keeps a checkpoint after each
+        epoch, from which the same fit resumes (`checkpoint.py`)."""
+        if checkpoint_folder is not None:
+            check_replaceable(Path(checkpoint_folder))
         analyzer, tokens = corpus_tokens(texts, tokenizer, show_progress_bar)
-        return cls.fit_tokens(tokens, analyzer, options, show_progress_bar, fitted_on)
+        return cls.fit_tokens(
+            tokens, analyzer, options, show_progress_bar, fitted_on, checkpoint_folder, on_epoch
+        )
 
     @classmethod
     def fit_tokens(
@@ -170,10 +231,17 @@ class Word2VecEncoder(ClassicalEncoder):
         options: Word2VecOptions | None = None,
         show_progress_bar: bool = False,
         fitted_on: dict[str, Any] | None = None,
+        checkpoint_folder: str | os.PathLike[str] | None = None,
+        on_epoch: Callable[[int], None] | None = None,
     ) -> Word2VecEncoder:
-        """Train on documents already tokenized."""
+        """Train on documents already tokenized (`fit` for the checkpoint)."""
         options = options or Word2VecOptions()
-        words, vectors, counts = train_word2vec(documents, options, show_progress_bar)
+        checkpoint = None
+        if checkpoint_folder is not None:
+            check_replaceable(Path(checkpoint_folder))
+            settings = {**options.training_settings(), "tokenizer": tokenizer.get_config_dict()}
+            checkpoint = EpochCheckpoint(Path(checkpoint_folder), fingerprint(documents, settings))
+        words, vectors, counts = train_word2vec(documents, options, show_progress_bar, checkpoint, on_epoch)
         provenance = {
             "documents": len(documents),
             "tokens": int(sum(map(len, documents))),
@@ -244,6 +312,14 @@ class Word2VecEncoder(ClassicalEncoder):
 
             return torch.from_numpy(result)
         return result
+
+    def input_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's characters: what `max_seq_length` bounds (the tokenizer's time grows with them)."""
+        return [len(t) for t in texts]
+
+    def decode_ids(self, ids: list[int]) -> str:
+        """Refused: word2vec reads text (its words come from the tokenizer), not token ids."""
+        raise ValueError("this word2vec model reads text, not token ids; send strings")
 
     def word_vector(self, word: str) -> np.ndarray:
         """The trained vector of `word` (KeyError for a word the model does not know)."""

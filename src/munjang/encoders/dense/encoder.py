@@ -101,6 +101,12 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         return module if isinstance(module, CLIPModel) else None
 
     @property
+    def encodes_whole_texts(self) -> bool:
+        """True for a model with no token-id path to batch (CLIP, static): it encodes whole texts
+        (`encoders.whole_text.WholeTextEncoder`), as a server must serve it."""
+        return not isinstance(self[0], Transformer)
+
+    @property
     def input_module(self) -> Transformer | StaticEmbedding | CLIPModel:
         """The first module, which tokenizes: the Transformer, a static model's StaticEmbedding or CLIP."""
         module = self[0]
@@ -223,6 +229,27 @@ class SentenceEncoder(BackendSelection, nn.Sequential):
         texts = list(texts)
         encoded = self.transformer.tokenize([prompt + t for t in texts] if prompt else texts, truncate)
         return encoded, self._prompt_length(prompt)
+
+    def input_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's token count (special tokens included where the model adds them), uncut: what
+        a whole-text model's inputs are checked against `max_seq_length` with, and counted as usage."""
+        module = self.input_module
+        if isinstance(module, CLIPModel):
+            return [len(ids) for ids in module.tokenizer(list(texts))["input_ids"]]
+        if isinstance(module, StaticEmbedding):
+            return [len(e.ids) for e in module.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        return [len(ids) for ids in module.tokenize(list(texts), False)["input_ids"]]
+
+    def decode_ids(self, ids: list[int]) -> str:
+        """The text of token ids (OpenAI's token-array input); ValueError naming an id outside the
+        vocabulary."""
+        tokenizer = self.tokenizer  # a transformers tokenizer, or a static model's tokenizers.Tokenizer
+        vocab = tokenizer.get_vocab_size() if isinstance(self[0], StaticEmbedding) else len(tokenizer)
+        bad = next((t for t in ids if not 0 <= t < vocab), None)
+        if bad is not None:
+            raise ValueError(f"token id {bad} is outside the vocabulary (0..{vocab - 1})")
+        text: str = tokenizer.decode(ids, skip_special_tokens=True)
+        return text
 
     def training_features(
         self, columns: Sequence[Sequence[str]], prompt_name: str | None = None
