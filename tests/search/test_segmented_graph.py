@@ -16,7 +16,7 @@ import pytest
 from munjang.search import Collection
 from munjang.search.index.ann import HNSWIndex
 from munjang.search.index.exact import ExactIndex
-from munjang.search.index.segmented_graph import SegmentedGraph, segment_file
+from munjang.search.index.segmented_graph import SegmentedGraph, manifest_file, segment_file
 
 HNSW = {"connectivity": 64, "expansion_add": 512, "expansion_search": 512, "threads": 1}
 
@@ -104,7 +104,7 @@ def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited
     first = tmp_path / "dense-100-0.hnsw"
     graph.save(first)
     files = [segment_file(first, n) for n in range(4)]
-    assert sorted(tmp_path.iterdir()) == sorted(files)
+    assert sorted(tmp_path.iterdir()) == sorted([*files, manifest_file(first)])
     before = [f.read_bytes() for f in files]
 
     mapped = SegmentedGraph.load(first, view=True, segment_size=30)
@@ -123,7 +123,7 @@ def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited
     again = [segment_file(second, n) for n in range(4)]
     same_file = [os.stat(a).st_ino == os.stat(b).st_ino for a, b in zip(files, again, strict=True)]
     assert same_file == [True, False, True, False]  # unchanged segments linked, changed ones written
-    for old in files:
+    for old in (*files, manifest_file(first)):
         old.unlink()  # as the collection drops the older save
     _agree(SegmentedGraph.load(second, segment_size=30), reference, vectors[:4], 7)
     assert mapped.segments[0].is_view and len(mapped.search(vectors[:1], 3)[0][0]) == 3  # still mapped
@@ -150,7 +150,8 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
         c.add(ids[:12], texts[:12])
         c.add(ids[12:], texts[12:])
     saved = sorted(p.name for p in folder.glob("dense-*"))
-    assert saved == ["dense-23-0.hnsw"] + [f"dense-23-0.hnsw.seg-{n}" for n in range(1, 5)]
+    segments = [f"dense-23-0.hnsw.seg-{n}" for n in range(1, 5)]
+    assert saved == ["dense-23-0.hnsw", "dense-23-0.hnsw.manifest", *segments]
     inode = os.stat(folder / "dense-23-0.hnsw").st_ino
     reader = Collection.open(folder, encoder=encoder, readonly=True)
 
@@ -164,10 +165,11 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
     with Collection.open(folder, encoder=encoder) as writer:
         writer.add(["late"], ["a late passage about music"])
         exact.add(["late"], ["a late passage about music"])
-        orphan = folder / "dense-99-0.hnsw.seg-1"
-        orphan.write_bytes(b"left by a save killed before its first segment")
+        orphans = [folder / "dense-99-0.hnsw.seg-1", folder / "dense-99-0.hnsw.manifest"]
+        for orphan in orphans:
+            orphan.write_bytes(b"left by a save killed before its first segment")
         same(writer)
-    assert not orphan.exists()
+    assert not any(orphan.exists() for orphan in orphans)
     assert os.stat(folder / "dense-24-0.hnsw").st_ino == inode  # the first segment was linked
     assert not (folder / "dense-23-0.hnsw").exists()
     same(reader)
