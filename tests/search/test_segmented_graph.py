@@ -6,9 +6,11 @@ and a collection built on it (writer, reader, a save killed midway) finds every 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -177,3 +179,68 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
         assert writer.check() == [] and writer.dense.index.is_view
     reader.close()
     exact.close()
+
+
+def test_the_set_of_segments_is_checked_against_its_manifest(tmp_path: Path) -> None:
+    """A segment deleted from the middle (the graph opened short, silently), one extra, two
+    swapped, or the manifest lost: each refused before usearch reads a byte, and `verify` (what
+    `index info --check` runs) names it; the whole set loads and verifies clean."""
+    import shutil
+
+    from munjang.search.index.ann import IndexFileError
+    from munjang.search.index.array_file import read_arrays, write_arrays
+    from munjang.search.index.segmented_graph import SegmentManifestError, verify
+    from munjang.search.index.verified_file import DamagedIndexFile
+
+    rng = np.random.default_rng(4)
+    graph = SegmentedGraph(8, segment_size=30, **HNSW)
+    graph.add(np.arange(100), rng.standard_normal((100, 8)).astype(np.float32))
+    whole = tmp_path / "whole" / "g.hnsw"
+    whole.parent.mkdir()
+    graph.save(whole, {"collection": "c"}, watermark=[100, 0])
+    assert len(SegmentedGraph.load(whole, expect={"collection": "c"}, watermark=[100, 0])) == 100
+    assert verify(whole, {"collection": "c"}) == []
+    with pytest.raises(DamagedIndexFile, match="written for watermark"):
+        SegmentedGraph.load(whole, watermark=[90, 0])  # the set covers another watermark
+
+    def damaged(name: str, damage: Any) -> Path:
+        path = tmp_path / name / "g.hnsw"
+        shutil.copytree(whole.parent, path.parent)
+        damage(path)
+        return path
+
+    def swap(path: Path) -> None:
+        one, two = segment_file(path, 1), segment_file(path, 2)
+        first, second = one.read_bytes(), two.read_bytes()
+        one.write_bytes(second)
+        two.write_bytes(first)
+
+    def relabel(path: Path) -> None:  # a manifest rewritten whole, whose label ranges are not the files'
+        meta, arrays = read_arrays(manifest_file(path))
+        first = np.array(arrays["first"])
+        first[1] += 1
+        write_arrays(manifest_file(path), {**arrays, "first": first}, meta)
+
+    labels = damaged("relabelled", relabel)
+    assert len(SegmentedGraph.load(labels)) == 100  # its files are the ones it names
+    assert verify(labels, {"collection": "c"}) == [
+        f"{segment_file(labels, 1)}: holds labels its manifest does not list"
+    ]
+
+    cases = {
+        "deleted": (lambda p: segment_file(p, 2).unlink(), SegmentManifestError, "g.hnsw.seg-2 named in"),
+        "extra": (
+            lambda p: shutil.copy(segment_file(p, 3), segment_file(p, 4)),
+            SegmentManifestError,
+            "seg-4",
+        ),
+        "swapped": (swap, IndexFileError, "not the segment its manifest names"),
+        "lost": (lambda p: manifest_file(p).unlink(), SegmentManifestError, "manifest: missing"),
+    }
+    for name, (damage, error, message) in cases.items():
+        path = damaged(name, damage)
+        with pytest.raises(error, match=message):
+            SegmentedGraph.load(path, view=True)
+        problems = verify(path, {"collection": "c"})  # swapped: both segments named
+        assert len(problems) == (2 if name == "swapped" else 1), problems
+        assert all(re.search(message, problem) for problem in problems), problems
