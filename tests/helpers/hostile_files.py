@@ -174,3 +174,12 @@ def hwpx_outline_level(level: str) -> bytes:
         return data.replace(b"<hh:refList>", b"<hh:refList>" + shape.encode())
 
     return rezip(office.hwpx(office.SAMPLE), change)
+
+
+def hwp_paragraphs(count: int) -> bytes:
+    """`count` paragraphs of one character each (a header and a text record apiece): about 100
+    bytes of file per thousand paragraphs."""
+    text = "가\r"
+    header = struct.pack("<IIHBBHHHI", len(text), 0, 0, 0, 0, 1, 0, 1, 0)
+    paragraph = _record(0x10 + 50, 0, header) + _record(0x10 + 51, 1, text.encode("utf-16-le"))
+    return hwp_body(paragraph * count)

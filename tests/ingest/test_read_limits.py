@@ -100,6 +100,10 @@ def test_hwp_streams_are_bounded_by_bytes_records_and_characters() -> None:
         read_bytes(raw, Path("zeros.hwp"), "hwp", limits=ReadLimits(max_member_bytes=1_000_000))
     with pytest.raises(ReadError, match="max_records"):
         read_bytes(raw, Path("zeros.hwp"), "hwp", limits=ReadLimits(max_records=100_000))
+    many = hostile.hwp_paragraphs(1_000_000)  # took 22.6 s: refused by its records, before any is built
+    with pytest.raises(ReadError, match="max_records"):
+        read_bytes(many, Path("many.hwp"), "hwp")
+    assert read_bytes(hostile.hwp_paragraphs(1_000), Path("some.hwp"), "hwp").text.count("가") == 1_000
     long = hostile.hwp_long_paragraph(5_000)
     assert read_bytes(long, Path("long.hwp"), "hwp").text.count("가") == 5_000
     with pytest.raises(ReadError, match="max_chars"):
