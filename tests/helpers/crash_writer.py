@@ -29,3 +29,16 @@ def start_writer(*args: str, env: dict[str, str] | None = None) -> subprocess.Po
         proc.kill()
         raise AssertionError(f"writer did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
     return proc
+
+
+def first_commits(proc: subprocess.Popen[str], documents: int) -> str:
+    """The writer's output up to the commit that brings it to `documents` committed documents
+    (waiting for the event, however slow or busy the machine)."""
+    assert proc.stdout is not None
+    lines, count = [], 0
+    while count < documents:
+        line = proc.stdout.readline()
+        assert line, f"the writer stopped before committing {documents} documents"
+        lines.append(line)
+        count += len(line.split()) - 1 if line.startswith("committed ") else 0
+    return "".join(lines)

@@ -108,7 +108,34 @@ def swapped_from(other: Path) -> Callable[[Path], None]:
     return swap
 
 
+def delete(path: Path) -> None:
+    """The file removed (a segment deleted from the middle of a graph's set)."""
+    path.unlink()
+
+
+def extra_segment(path: Path) -> None:
+    """A copy of the graph segment `path` beside it under the next free segment number, as a stray
+    file a careless copy leaves: the set on disk holds one segment more than its manifest."""
+    stem, _, _ = path.name.rpartition(".seg-")
+    number = 1
+    while path.with_name(f"{stem}.seg-{number}").exists():
+        number += 1
+    path.with_name(f"{stem}.seg-{number}").write_bytes(path.read_bytes())
+
+
+def reorder_segment(path: Path) -> None:
+    """Graph segment `path` and the next one swapped (each file whole, checksums and owner right)."""
+    stem, _, number = path.name.rpartition(".seg-")
+    other = path.with_name(f"{stem}.seg-{int(number) + 1}")
+    first, second = path.read_bytes(), other.read_bytes()
+    path.write_bytes(second)
+    other.write_bytes(first)
+
+
 DAMAGES: dict[str, Callable[[Path], None]] = {
+    "delete": delete,
+    "extra": extra_segment,
+    "reorder": reorder_segment,
     "flip": flip,
     "truncate": truncate,
     "permute": permute_rows,

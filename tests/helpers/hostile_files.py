@@ -158,3 +158,28 @@ def hwp_long_paragraph(chars: int) -> bytes:
     text = "가" * chars + "\r"
     header = struct.pack("<IIHBBHHHI", len(text), 0, 0, 0, 0, 1, 0, 1, 0)
     return hwp_body(_record(0x10 + 50, 0, header) + _record(0x10 + 51, 1, text.encode("utf-16-le")))
+
+
+def hwpx_outline_level(level: str) -> bytes:
+    """An HWPX whose body paragraphs' shape (paraPr 0) is an outline heading of `level` (a number
+    of thousands of digits, in the hostile case)."""
+    shape = (
+        '<hh:paraProperties itemCnt="1"><hh:paraPr id="0">'
+        f'<hh:heading type="OUTLINE" idRef="0" level="{level}"/></hh:paraPr></hh:paraProperties>'
+    )
+
+    def change(name: str, data: bytes) -> bytes:
+        if name != "Contents/header.xml":
+            return data
+        return data.replace(b"<hh:refList>", b"<hh:refList>" + shape.encode())
+
+    return rezip(office.hwpx(office.SAMPLE), change)
+
+
+def hwp_paragraphs(count: int) -> bytes:
+    """`count` paragraphs of one character each (a header and a text record apiece): about 100
+    bytes of file per thousand paragraphs."""
+    text = "가\r"
+    header = struct.pack("<IIHBBHHHI", len(text), 0, 0, 0, 0, 1, 0, 1, 0)
+    paragraph = _record(0x10 + 50, 0, header) + _record(0x10 + 51, 1, text.encode("utf-16-le"))
+    return hwp_body(paragraph * count)

@@ -100,6 +100,10 @@ def test_hwp_streams_are_bounded_by_bytes_records_and_characters() -> None:
         read_bytes(raw, Path("zeros.hwp"), "hwp", limits=ReadLimits(max_member_bytes=1_000_000))
     with pytest.raises(ReadError, match="max_records"):
         read_bytes(raw, Path("zeros.hwp"), "hwp", limits=ReadLimits(max_records=100_000))
+    many = hostile.hwp_paragraphs(1_000_000)  # took 22.6 s: refused by its records, before any is built
+    with pytest.raises(ReadError, match="max_records"):
+        read_bytes(many, Path("many.hwp"), "hwp")
+    assert read_bytes(hostile.hwp_paragraphs(1_000), Path("some.hwp"), "hwp").text.count("가") == 1_000
     long = hostile.hwp_long_paragraph(5_000)
     assert read_bytes(long, Path("long.hwp"), "hwp").text.count("가") == 5_000
     with pytest.raises(ReadError, match="max_chars"):
@@ -121,3 +125,18 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ReadError, match="not a regular file"):
         read_file(fifo)
+
+
+def test_an_hwpx_outline_level_of_thousands_of_digits_is_no_level() -> None:
+    """A 5,000-digit heading level leaked Python's `sys.set_int_max_str_digits` message as the
+    file's error; such a level is no level: the file reads, its paragraph a paragraph. (A level of
+    1 makes the same paragraph a heading: the shape is read.)"""
+    body = "이 사업은 지역 도서관의 디지털 전환을 돕는다. 모든 자료는 내년까지 전산화된다."
+
+    def headings(level: str) -> list[str]:
+        doc = read_bytes(hostile.hwpx_outline_level(level), Path("levels.hwpx"), "hwpx")
+        assert body in doc.text
+        return [h for section in doc.metadata["sections"] for h in section["heading"]]
+
+    assert body in headings("1")
+    assert body not in headings("9" * 5_000)

@@ -1,7 +1,8 @@
 """The damaged-file matrix: every index file a folder collection keeps beside its store (the exact
-matrix, an HNSW graph and its segments, a dense tail, the BM25 manifest and segments), damaged
-every way a disk, a careless copy or a restore can (flipped bytes, cut short, rows permuted or set
-to NaN, a same-named file of another collection, files newer than the store, a FIFO in place).
+matrix, an HNSW graph, its segments and their manifest, a dense tail, the BM25 manifest and
+segments), damaged every way a disk, a careless copy or a restore can (flipped bytes, cut short,
+rows permuted or set to NaN, a same-named file of another collection, files newer than the store, a
+FIFO in place; a graph segment deleted from the middle, one extra, two swapped).
 After each, a new reader answers as the undamaged collection does, `check()` finds nothing left
 wrong, the damaged file is set aside with one warning line, and no process crashes or blocks: each
 case runs in a process of its own (usearch trusts its files: a garbled graph could crash it)."""
@@ -94,8 +95,10 @@ def target(folder: Path, file: str, kind: str) -> Path:
     """The file of kind `file` in the collection folder."""
     if file == "dense":
         return folder / f"dense-40-0.{kind}"
-    if file == "graph segment":
+    if file == "graph segment":  # the middle one of three
         return folder / f"dense-40-0.{kind}.seg-1"
+    if file == "graph manifest":
+        return folder / f"dense-40-0.{kind}.manifest"
     if file == "tail":
         return folder / f"dense-40-0.{kind}.tail-50"
     if file == "manifest":
@@ -113,6 +116,8 @@ CASES = [
     *[("exact", "lexical segment", d) for d in ["flip", "truncate", "permute", "swap", "fifo"]],
     *[("hnsw", "dense", d) for d in ["flip", "truncate", "swap", "fifo"]],
     *[("hnsw", "graph segment", d) for d in ["flip", "truncate", "swap", "fifo"]],
+    *[("hnsw", "graph segment", d) for d in ["delete", "extra", "reorder"]],
+    *[("hnsw", "graph manifest", d) for d in ["flip", "truncate", "swap", "fifo", "delete"]],
     *[("hnsw", "tail", d) for d in ARRAY_DAMAGES],
 ]
 ROWS = {"dense": "vectors", "tail": "vectors", "manifest": "alive", "lexical segment": "labels"}
@@ -143,13 +148,16 @@ def test_a_damaged_file_is_set_aside_and_answers_do_not_change(
     if file == "lexical segment":  # the other collection's segment under this one's name
         other = sorted((made["other"] / "lexical").glob("seg-*.idx"))[0]
     assert path.is_file() and other.is_file()
+    if file.startswith("graph"):
+        assert len(list(folder.glob("dense-40-0.hnsw.seg-*"))) == 2  # a middle segment and a last
     damage(how, file, other)(path)
     got = report(folder)
     assert got["answers"] == made["want"]["answers"]
     assert got["problems"] == []
     assert len(got["warnings"]) == 1 and "damaged index file" in got["warnings"][0], got["warnings"]
-    assert not path.exists()  # set aside, beside it
-    assert list(path.parent.glob(path.name + ".bad-*"))
+    assert not path.exists()  # set aside, beside it (a deleted file: its graph's other files)
+    aside = target(folder, "dense", kind) if how == "delete" else path
+    assert list(aside.parent.glob(aside.name + ".bad-*"))
     again = report(folder)  # the next reader finds nothing wrong, and says nothing
     assert again["answers"] == made["want"]["answers"] and again["warnings"] == []
 
@@ -329,3 +337,32 @@ def test_a_standalone_hnsw_file_of_an_older_munjang_still_loads(tmp_path: Path) 
     assert len(HNSWIndex.load(path)) == 20
     with pytest.raises(IndexFileError, match="without a checksum"):
         HNSWIndex.load(path, expect={"collection": ""})
+
+
+def test_a_graph_segment_deleted_from_the_middle_is_named_by_check_and_set_aside_on_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader's `check()` names the missing middle segment (its manifest lists it); the next open
+    sets the graph aside and rebuilds it, and `index info --check` lists what was set aside."""
+    from tests.helpers.cli import run_cli
+
+    folder = tmp_path / "c"
+    build(folder, "hnsw", seed=1)
+    middle = target(folder, "graph segment", "hnsw")
+    assert middle.with_name("dense-40-0.hnsw.seg-2").is_file()  # seg-1 is a middle one
+    with Collection.open(folder, encoder=damaged.TrigramEncoder(), readonly=True) as reader:
+        assert reader.check() == []
+        middle.unlink()
+        found = reader.check()
+    graph = folder / "dense-40-0.hnsw"
+    assert found == [f"dense index file {graph}: segment {middle.name} named in its manifest is missing"]
+    code, out, _ = run_cli(["index", "info", str(folder), "--check", "--json"], capsys, monkeypatch)
+    described = json.loads(out)
+    assert code == 0 and described["problems"] == []
+    names = sorted(Path(p).name.split(".bad-")[0] for p in described["set_aside"])
+    assert names == [
+        "dense-40-0.hnsw",
+        "dense-40-0.hnsw.manifest",
+        "dense-40-0.hnsw.seg-2",
+        "dense-40-0.hnsw.tail-50",
+    ]

@@ -364,6 +364,66 @@ def test_save_load_errors(tmp_path: Path) -> None:
         BM25Index.load(folder)
 
 
+def test_a_saved_index_is_verified_on_load(tmp_path: Path) -> None:
+    """Every file of a saved index is checksummed: any flipped byte, a file cut short, missing or
+    replaced by a FIFO, a garbled config and a newer format are refused with a DataFormatError
+    naming the file, before bm25s reads a byte; an index of an older munjang (version 1, no
+    checksums) still loads."""
+    import os
+    import shutil
+
+    from tests.helpers import damaged_index_files as damaged
+
+    index = BM25Index("word")
+    index.index(["a cat on the mat", "the dog barks", "a cat and a dog"])
+    whole = tmp_path / "whole"
+    index.save(whole)
+    want = BM25Index.load(whole).get_scores("cat dog")
+    names = sorted(p.name for p in whole.iterdir())
+    assert CONFIG_NAME in names and len(names) > 3
+
+    def damaged_copy(name: str, damage: object) -> Path:
+        folder = tmp_path / f"{name}-{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(whole, folder)
+        damage(folder / name)  # type: ignore[operator]
+        return folder
+
+    for name in names:
+        size = (whole / name).stat().st_size
+        for at in range(0, size, max(1, size // 16)):  # one flipped byte anywhere in any file
+            folder = damaged_copy(name, lambda path, at=at: path.write_bytes(_flipped(path, at)))
+            refused = "checksum mismatch|not valid JSON|not a munjang|newer munjang"
+            with pytest.raises(DataFormatError, match=refused):
+                BM25Index.load(folder)
+        for how, message in [(damaged.truncate, "cut short|not valid JSON"), (damaged.fifo, "not a regular")]:
+            with pytest.raises(DataFormatError, match=message):
+                BM25Index.load(damaged_copy(name, how))
+        if name != CONFIG_NAME:
+            with pytest.raises(DataFormatError, match=f"{name}: missing"):
+                BM25Index.load(damaged_copy(name, os.unlink))
+
+    def rewrite(path: Path, **changes: object) -> None:
+        config = {**json.loads(path.read_text()), **changes}
+        path.write_text(json.dumps(config))
+
+    def rewrite_old(path: Path) -> None:
+        config = json.loads(path.read_text())
+        del config["xxh3"], config["files"]
+        path.write_text(json.dumps({**config, "format_version": 1}))
+
+    newer = damaged_copy(CONFIG_NAME, lambda path: rewrite(path, format_version=3))
+    with pytest.raises(DataFormatError, match="written by a newer munjang .* upgrade munjang"):
+        BM25Index.load(newer)
+    older = damaged_copy(CONFIG_NAME, lambda path: rewrite_old(path))
+    np.testing.assert_array_equal(BM25Index.load(older).get_scores("cat dog"), want)
+
+
+def _flipped(path: Path, at: int) -> bytes:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    return bytes(data)
+
+
 def test_custom_tokenizer_needs_to_be_given_on_load(tmp_path: Path) -> None:
     class Whitespace:
         name = "whitespace"

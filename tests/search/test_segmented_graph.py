@@ -6,9 +6,11 @@ and a collection built on it (writer, reader, a save killed midway) finds every 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ import pytest
 from munjang.search import Collection
 from munjang.search.index.ann import HNSWIndex
 from munjang.search.index.exact import ExactIndex
-from munjang.search.index.segmented_graph import SegmentedGraph, segment_file
+from munjang.search.index.segmented_graph import SegmentedGraph, manifest_file, segment_file
 
 HNSW = {"connectivity": 64, "expansion_add": 512, "expansion_search": 512, "threads": 1}
 
@@ -104,7 +106,7 @@ def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited
     first = tmp_path / "dense-100-0.hnsw"
     graph.save(first)
     files = [segment_file(first, n) for n in range(4)]
-    assert sorted(tmp_path.iterdir()) == sorted(files)
+    assert sorted(tmp_path.iterdir()) == sorted([*files, manifest_file(first)])
     before = [f.read_bytes() for f in files]
 
     mapped = SegmentedGraph.load(first, view=True, segment_size=30)
@@ -123,7 +125,7 @@ def test_a_save_writes_only_changed_segments_and_views_are_copied_in_when_edited
     again = [segment_file(second, n) for n in range(4)]
     same_file = [os.stat(a).st_ino == os.stat(b).st_ino for a, b in zip(files, again, strict=True)]
     assert same_file == [True, False, True, False]  # unchanged segments linked, changed ones written
-    for old in files:
+    for old in (*files, manifest_file(first)):
         old.unlink()  # as the collection drops the older save
     _agree(SegmentedGraph.load(second, segment_size=30), reference, vectors[:4], 7)
     assert mapped.segments[0].is_view and len(mapped.search(vectors[:1], 3)[0][0]) == 3  # still mapped
@@ -150,7 +152,8 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
         c.add(ids[:12], texts[:12])
         c.add(ids[12:], texts[12:])
     saved = sorted(p.name for p in folder.glob("dense-*"))
-    assert saved == ["dense-23-0.hnsw"] + [f"dense-23-0.hnsw.seg-{n}" for n in range(1, 5)]
+    segments = [f"dense-23-0.hnsw.seg-{n}" for n in range(1, 5)]
+    assert saved == ["dense-23-0.hnsw", "dense-23-0.hnsw.manifest", *segments]
     inode = os.stat(folder / "dense-23-0.hnsw").st_ino
     reader = Collection.open(folder, encoder=encoder, readonly=True)
 
@@ -164,10 +167,11 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
     with Collection.open(folder, encoder=encoder) as writer:
         writer.add(["late"], ["a late passage about music"])
         exact.add(["late"], ["a late passage about music"])
-        orphan = folder / "dense-99-0.hnsw.seg-1"
-        orphan.write_bytes(b"left by a save killed before its first segment")
+        orphans = [folder / "dense-99-0.hnsw.seg-1", folder / "dense-99-0.hnsw.manifest"]
+        for orphan in orphans:
+            orphan.write_bytes(b"left by a save killed before its first segment")
         same(writer)
-    assert not orphan.exists()
+    assert not any(orphan.exists() for orphan in orphans)
     assert os.stat(folder / "dense-24-0.hnsw").st_ino == inode  # the first segment was linked
     assert not (folder / "dense-23-0.hnsw").exists()
     same(reader)
@@ -175,3 +179,68 @@ def test_a_collection_on_segments_finds_every_passage_in_writers_and_readers(tmp
         assert writer.check() == [] and writer.dense.index.is_view
     reader.close()
     exact.close()
+
+
+def test_the_set_of_segments_is_checked_against_its_manifest(tmp_path: Path) -> None:
+    """A segment deleted from the middle (the graph opened short, silently), one extra, two
+    swapped, or the manifest lost: each refused before usearch reads a byte, and `verify` (what
+    `index info --check` runs) names it; the whole set loads and verifies clean."""
+    import shutil
+
+    from munjang.search.index.ann import IndexFileError
+    from munjang.search.index.array_file import read_arrays, write_arrays
+    from munjang.search.index.segmented_graph import SegmentManifestError, verify
+    from munjang.search.index.verified_file import DamagedIndexFile
+
+    rng = np.random.default_rng(4)
+    graph = SegmentedGraph(8, segment_size=30, **HNSW)
+    graph.add(np.arange(100), rng.standard_normal((100, 8)).astype(np.float32))
+    whole = tmp_path / "whole" / "g.hnsw"
+    whole.parent.mkdir()
+    graph.save(whole, {"collection": "c"}, watermark=[100, 0])
+    assert len(SegmentedGraph.load(whole, expect={"collection": "c"}, watermark=[100, 0])) == 100
+    assert verify(whole, {"collection": "c"}) == []
+    with pytest.raises(DamagedIndexFile, match="written for watermark"):
+        SegmentedGraph.load(whole, watermark=[90, 0])  # the set covers another watermark
+
+    def damaged(name: str, damage: Any) -> Path:
+        path = tmp_path / name / "g.hnsw"
+        shutil.copytree(whole.parent, path.parent)
+        damage(path)
+        return path
+
+    def swap(path: Path) -> None:
+        one, two = segment_file(path, 1), segment_file(path, 2)
+        first, second = one.read_bytes(), two.read_bytes()
+        one.write_bytes(second)
+        two.write_bytes(first)
+
+    def relabel(path: Path) -> None:  # a manifest rewritten whole, whose label ranges are not the files'
+        meta, arrays = read_arrays(manifest_file(path))
+        first = np.array(arrays["first"])
+        first[1] += 1
+        write_arrays(manifest_file(path), {**arrays, "first": first}, meta)
+
+    labels = damaged("relabelled", relabel)
+    assert len(SegmentedGraph.load(labels)) == 100  # its files are the ones it names
+    assert verify(labels, {"collection": "c"}) == [
+        f"{segment_file(labels, 1)}: holds labels its manifest does not list"
+    ]
+
+    cases = {
+        "deleted": (lambda p: segment_file(p, 2).unlink(), SegmentManifestError, "g.hnsw.seg-2 named in"),
+        "extra": (
+            lambda p: shutil.copy(segment_file(p, 3), segment_file(p, 4)),
+            SegmentManifestError,
+            "seg-4",
+        ),
+        "swapped": (swap, IndexFileError, "not the segment its manifest names"),
+        "lost": (lambda p: manifest_file(p).unlink(), SegmentManifestError, "manifest: missing"),
+    }
+    for name, (damage, error, message) in cases.items():
+        path = damaged(name, damage)
+        with pytest.raises(error, match=message):
+            SegmentedGraph.load(path, view=True)
+        problems = verify(path, {"collection": "c"})  # swapped: both segments named
+        assert len(problems) == (2 if name == "swapped" else 1), problems
+        assert all(re.search(message, problem) for problem in problems), problems

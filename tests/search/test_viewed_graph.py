@@ -26,7 +26,7 @@ def test_a_viewed_graph_with_changes_answers_as_exact(tmp_path: Path, metric: st
     graph.add(labels, vectors)
     graph.save(tmp_path / "g.hnsw")
     files = sorted(tmp_path.glob("g.hnsw*"))
-    assert [f.name for f in files] == ["g.hnsw", "g.hnsw.seg-1", "g.hnsw.seg-2"]
+    assert [f.name for f in files] == ["g.hnsw", "g.hnsw.manifest", "g.hnsw.seg-1", "g.hnsw.seg-2"]
     before = [f.read_bytes() for f in files]
     viewed = ViewedGraph(SegmentedGraph.load(tmp_path / "g.hnsw", view=True))
     assert viewed.graph.is_view and [len(s) for s in viewed.graph.segments] == [70, 70, 60]

@@ -149,6 +149,42 @@ def test_map_is_bounded(encoder, tmp_path, monkeypatch) -> None:  # type: ignore
         assert auto.status_code == 200 and auto.json()["method"] == "pca" and len(auto.json()["points"]) == 20
 
 
+@pytest.mark.slow  # a fresh process loads torch and the model: 5-15 s
+def test_a_refused_umap_map_imports_nothing_on_the_event_loop(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`/map` with `method: "umap"` imported umap (seconds: numba) on the event loop before refusing
+    it, and /health stalled 4.6 s. The refusal now imports nothing: checked in a fresh process,
+    where umap is not imported yet."""
+    import subprocess
+    import sys
+
+    from tests.helpers.processes import ROOT
+
+    code = """
+import sys
+from fastapi.testclient import TestClient
+from munjang import Collection, load_encoder
+from munjang.applications.projection import umap_available
+from munjang.server import ServerSettings, collections_api, create_app
+from tests.helpers.server import LOCAL
+encoder = load_encoder(device="cpu")
+with Collection.create(sys.argv[1] + "/main", encoder=encoder, tokenizer="word") as collection:
+    collection.add([str(i) for i in range(12)], [f"문장 {i}번" for i in range(12)])
+collections_api.MAX_UMAP_POINTS = 10
+app = create_app(ServerSettings(models={"mini": encoder}, collections_dir=sys.argv[1]))
+with TestClient(app, base_url=LOCAL) as http:
+    refused = http.post("/v1/collections/main/map", json={"method": "umap", "limit": 12})
+print(umap_available(), refused.status_code, refused.json()["error"]["param"], "umap" in sys.modules)
+"""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "400", "limit", "False"]
+
+
 def test_the_compute_gate_refuses_a_job_expected_to_wait_past_its_limit() -> None:
     """Admission by expected wait behind the gate: by the measured time of a job, a request that
     would wait for a worker longer than `max_wait_s` is refused at once with a Retry-After, within

@@ -110,3 +110,45 @@ def test_routes_need_the_key_and_rerank_needs_a_reranker(client, encoder):
     with TestClient(app, base_url=LOCAL) as plain:
         response = plain.post("/v1/rerank", json={"query": "q", "texts": ["a"]})
     assert response.status_code == 404 and "no reranker" in response.json()["error"]["message"]
+
+
+def test_a_rerank_of_100k_character_texts_answers_in_bounded_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 70's first crash: one ~200 KB rerank (a 100,000-character query and document) grew the
+    server to 8.4 GB, the next was killed at 14 GB. The route's peak RSS growth, in a fresh
+    process (a test process's peak is anyone's), stays under 300 MB, and the pair is scored."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers.processes import ROOT
+
+    code = """
+import resource, sys
+from pathlib import Path
+from fastapi.testclient import TestClient
+from munjang import load_cross_encoder, load_encoder
+from munjang.server import ServerSettings, create_app
+from tests.helpers.server import LOCAL
+from tests.helpers.training import tiny_bert
+cross = load_cross_encoder(tiny_bert(Path(sys.argv[1])), device="cpu")
+app = create_app(ServerSettings(models={"mini": load_encoder(device="cpu")}, rerankers={"ce": cross}))
+long = " ".join(f"tok{i}" for i in range(14_000))[:100_000]  # the longest input allowed
+with TestClient(app, base_url=LOCAL) as http:
+    assert http.post("/v1/rerank", json={"query": "q", "texts": ["a"]}).status_code == 200
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    answer = http.post("/v1/rerank", json={"query": long, "texts": [long, "short"]})
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+print(len(long), answer.status_code, len(answer.json()), grown)
+"""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "tiny")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    chars, status, hits, grown_mb = map(int, run.stdout.split())
+    assert chars == 100_000 and status == 200 and hits == 2
+    assert grown_mb < 300, run.stdout

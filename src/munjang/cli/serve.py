@@ -116,6 +116,15 @@ def serve(
     precision: PrecisionOption = None,
     threads: ThreadsOption = None,
     max_inputs: Annotated[int, typer.Option(min=1, help="Most inputs in one request.")] = 2048,
+    max_add_chars: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Most characters one request adds to a collection (its documents together, or an "
+            "uploaded file's text): each is analysed and encoded, so this bounds a request's CPU time; "
+            "past it: 413.",
+        ),
+    ] = 1_000_000,
     max_queued_tokens: Annotated[
         int, typer.Option(min=1, help="Per model, the most tokens waiting to be encoded; past it: 503.")
     ] = 65_536,
@@ -271,6 +280,7 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         allowed_origins=tuple(allowed_origin or ()),
         max_inputs_per_request=max_inputs,
+        max_chars_per_add=max_add_chars,
         max_queued_tokens=max_queued_tokens,
         max_queued_requests=max_queued_requests,
         request_timeout_s=request_timeout,

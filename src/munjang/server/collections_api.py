@@ -224,6 +224,18 @@ async def find_served(
     return await found.ready()
 
 
+def check_add_size(chars: int, settings: ServerSettings) -> None:
+    """413 when one request would add more than `max_chars_per_add` characters: all of them are
+    analysed and encoded, so this bounds the request's CPU time whatever its shape."""
+    limit = settings.max_chars_per_add
+    if chars > limit:
+        message = (
+            f"the documents hold {chars:,} characters in all, over the server's limit of {limit:,} "
+            "per request (max_chars_per_add; munjang serve --max-add-chars): send them in several requests"
+        )
+        raise APIError(413, message, "documents", "too_many_characters")
+
+
 async def add_to(target: ServedCollection, parsed: AddRequest, settings: ServerSettings) -> Any:
     """Add a request's documents to `target` under the server's limits (its count and text
     bounds); its AddResult. Shared by the HTTP route and the MCP tool."""
@@ -233,6 +245,7 @@ async def add_to(target: ServedCollection, parsed: AddRequest, settings: ServerS
         raise APIError(400, f"'documents' has over {settings.max_inputs_per_request} items", "documents")
     for i, doc in enumerate(parsed.documents):
         non_empty_text(doc.text, f"documents[{i}].text", settings)
+    check_add_size(sum(len(doc.text) for doc in parsed.documents), settings)
     docs = parsed.documents
     annotate(documents=len(docs))
     return await target.call(

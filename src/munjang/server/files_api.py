@@ -65,7 +65,8 @@ def add_file_routes(
 ) -> None:
     """Register the file-upload route on the (key-protected) /v1 router; `named` finds a served
     collection or answers 404. Reading the file runs under `gate`'s bounds, as every computing route."""
-    limits = ReadLimits(max_chars=settings.max_chars_per_input)
+    # The file's text is one document: as long as any one input, and within what one request adds.
+    limits = ReadLimits(max_chars=min(settings.max_chars_per_input, settings.max_chars_per_add))
 
     @router.post("/collections/{name}/files", openapi_extra=body_schema(FileRequest))
     async def add_file(name: str, request: Request) -> dict[str, Any]:

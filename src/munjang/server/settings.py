@@ -50,7 +50,9 @@ class ServerSettings:
     outside the embeddings batcher (rerank, tokenize, map) run on that many threads with at most
     that many waiting (503 with Retry-After past it); a collection's searches wait at most
     `max_queued_compute` deep. `max_tokenize_tokens` bounds what
-    /v1/tokenize returns; `max_collections` the collections served at once.
+    /v1/tokenize returns; `max_collections` the collections served at once. `max_chars_per_add`:
+    the most characters one request adds to a collection (its documents together, or an uploaded
+    file's text), refused with 413 before any is analysed or encoded.
     `model_processes`: run each model loaded from a folder in that many processes of its own
     (`munjang serve` does; 0 keeps it in this process), so request handling never holds the model
     up, and several batches run side by side; the cores (torch's thread count here) are shared
@@ -74,6 +76,12 @@ class ServerSettings:
     mcp: bool = False
     max_inputs_per_request: int = 2048
     max_chars_per_input: int = 100_000
+    # Characters one request may add to a collection (all its documents, or an uploaded file's
+    # text): adding is analysed and encoded in full, ~0.3 ms of CPU per character for a base-size
+    # model on CPU (issue 70: 32 CPU-s for one 100,000-character document), so this bounds a
+    # request's CPU time where the body bound alone admits ~80 of those. 1,000,000: ten documents
+    # of the longest length, or 2,048 of ~500 characters.
+    max_chars_per_add: int = 1_000_000
     max_body_bytes: int = 8_000_000
     host: str = "127.0.0.1"
     port: int = 8000

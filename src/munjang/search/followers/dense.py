@@ -21,11 +21,11 @@ from typing import Any, cast
 import numpy as np
 
 from ..backends.base import Filter, Queries, Store, TopK, Watermark, ranked_rows
-from ..index.ann import verify_index_file
 from ..index.array_file import verify_arrays
 from ..index.exact import ExactIndex, _normalized
 from ..index.mapped_exact import MappedExactIndex
 from ..index.segmented_graph import SegmentedGraph
+from ..index.segmented_graph import verify as verify_graph
 from ..index.verified_file import BAD, set_aside, skipped
 from ..index.viewed_graph import ViewedGraph
 from .dense_tail import TAIL_EVERY, read_tail, write_tail
@@ -166,7 +166,9 @@ class DenseIndex:
             index: Any = MappedExactIndex.load(path, self.dim, self.metric, expect)
         else:
             options = {k: v for k, v in self.hnsw.items() if k in ("segment_size", "threads")}
-            index = SegmentedGraph.load(path, view=True, expect={"collection": self.owner}, **options)
+            watermark = [mark.label, mark.deletion]
+            expect = {"collection": self.owner}
+            index = SegmentedGraph.load(path, view=True, expect=expect, watermark=watermark, **options)
         now = store.watermark()
         if mark.label > now.label or mark.deletion > now.deletion:
             raise ValueError(f"{path}: covers more than its store holds ({now.label}, {now.deletion})")
@@ -272,11 +274,11 @@ class DenseIndex:
         expect = {"collection": self.owner}
         lines = []
         for path in sorted(self.folder.glob("dense-*")):
-            if BAD in path.name:
-                continue
-            graph = path.name.endswith(".hnsw") or ".hnsw.seg-" in path.name
-            why = verify_index_file(path, expect) if graph else verify_arrays(path, expect)
-            if why is not None:
+            if BAD in path.name or ".hnsw.seg-" in path.name or path.name.endswith(".manifest"):
+                continue  # a graph's segments and manifest are verified with its segment 0
+            if path.name.endswith(".hnsw"):
+                lines += [f"dense index file {why}" for why in verify_graph(path, expect)]
+            elif (why := verify_arrays(path, expect)) is not None:
                 lines.append(f"dense index file {why}")
         return lines
 
@@ -362,12 +364,13 @@ class DenseIndex:
         # so no other save is running and any such file is stale.
         for stale in folder.glob(".dense-*.tmp*"):
             stale.unlink(missing_ok=True)
-        for segment in folder.glob("dense-*.seg-*"):  # a save killed before its first segment
-            if BAD not in segment.name and not (folder / segment.name.split(".seg-")[0]).exists():
+        for segment in (*folder.glob("dense-*.seg-*"), *folder.glob("dense-*.manifest")):
+            graph = folder / segment.name.split(".seg-")[0].removesuffix(".manifest")
+            if BAD not in segment.name and not graph.exists():  # a save killed before its first segment
                 segment.unlink(missing_ok=True)
         target = folder / f"dense-{mark.label}-{mark.deletion}.{self.suffix}"
         if self.kind == "hnsw":
-            self.index.save(target, {"collection": self.owner})
+            self.index.save(target, {"collection": self.owner}, watermark=[mark.label, mark.deletion])
         else:
             meta = {"collection": self.owner, "watermark": [mark.label, mark.deletion]}
             MappedExactIndex.save(self.index, target, meta)

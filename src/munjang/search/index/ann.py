@@ -153,11 +153,15 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], None], fo
 
 
 def read_footer(
-    path: str | os.PathLike[str], fmt: str, expect: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str],
+    fmt: str,
+    expect: Mapping[str, Any] | None = None,
+    digest: str | None = None,
 ) -> dict[str, Any]:
     """The JSON footer of a file written by `write_atomic`, its digest verified over the whole file;
     FileNotFoundError or IndexFileError. `expect`: values the footer's `meta` must hold (a file
-    without a digest, an older munjang's, is then refused; without `expect` it loads as it did)."""
+    without a digest, an older munjang's, is then refused; without `expect` it loads as it did).
+    `digest`: the digest a manifest recorded for this file (another file under its name is refused)."""
     path = Path(path)
     try:
         with opened(path) as fd:
@@ -187,12 +191,14 @@ def read_footer(
         raise IndexFileError(f"{path} is truncated or corrupt: its size does not match its footer")
     if "xxh3" in footer:
         rest = {key: value for key, value in footer.items() if key != "xxh3"}
-        digest = xxhash.xxh3_64(memoryview(whole)[:payload])
-        digest.update(json.dumps(rest).encode("utf-8"))
-        if digest.hexdigest() != footer["xxh3"]:
+        hashed = xxhash.xxh3_64(memoryview(whole)[:payload])
+        hashed.update(json.dumps(rest).encode("utf-8"))
+        if hashed.hexdigest() != footer["xxh3"]:
             raise IndexFileError(f"{path}: checksum mismatch (the file is garbled)")
     elif expect is not None:  # a collection's file must be verified; a standalone one loads as before
         raise UnverifiedIndexFile(f"{path}: written without a checksum (by an older munjang)")
+    if digest is not None and footer.get("xxh3") != digest:
+        raise IndexFileError(f"{path}: not the segment its manifest names (replaced or swapped)")
     if not isinstance(footer.get("config"), dict):
         raise IndexFileError(f"{path}: the index footer has no configuration")
     meta = footer["meta"] if isinstance(footer.get("meta"), dict) else {}
@@ -202,11 +208,33 @@ def read_footer(
     return footer
 
 
-def verify_index_file(path: str | os.PathLike[str], expect: Mapping[str, Any] | None = None) -> str | None:
-    """Why the HNSW file at `path` is damaged (None: it is whole, and `expect`'s; or written by
-    an older munjang, never used); usearch never reads it here."""
+def stored_footer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON footer of an index file as it reads, unverified (its digest and meta, for a
+    manifest naming the file): only the file's end is read. IndexFileError when it has none."""
+    with opened(Path(path)) as fd:
+        size = os.fstat(fd).st_size
+        if size < _FOOTER.size:
+            raise IndexFileError(f"{path} is not a munjang index file (only {size} bytes)")
+        length, magic = _FOOTER.unpack(os.pread(fd, _FOOTER.size, size - _FOOTER.size))
+        if magic != _MAGIC or length > size - _FOOTER.size:
+            raise IndexFileError(f"{path} is not a munjang index file, or it is truncated (no footer)")
+        raw = os.pread(fd, length, size - _FOOTER.size - length)
     try:
-        read_footer(path, _HNSW_FORMAT, expect)
+        footer = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IndexFileError(f"{path}: the index footer is corrupt ({e})") from e
+    if not isinstance(footer, dict):
+        raise IndexFileError(f"{path}: the index footer is corrupt")
+    return footer
+
+
+def verify_index_file(
+    path: str | os.PathLike[str], expect: Mapping[str, Any] | None = None, digest: str | None = None
+) -> str | None:
+    """Why the HNSW file at `path` is damaged (None: it is whole, and `expect`'s, and `digest`'s
+    when given; or written by an older munjang, never used); usearch never reads it here."""
+    try:
+        read_footer(path, _HNSW_FORMAT, expect, digest)
     except UnverifiedFile:
         return None
     except (OSError, IndexFileError) as e:
@@ -435,15 +463,17 @@ class HNSWIndex:
         view: bool = False,
         threads: int = 0,
         expect: Mapping[str, Any] | None = None,
+        digest: str | None = None,
     ) -> HNSWIndex:
         """Load an index written by `save`; `view=True` memory-maps the file read-only instead of reading it.
 
         Raises FileNotFoundError for a missing file and IndexFileError (a ValueError) for one that is not a
         munjang HNSW index, is truncated or garbled (its checksum, verified before usearch reads it),
-        disagrees with its stored configuration, or whose `meta` lacks the values in `expect`.
+        disagrees with its stored configuration, whose `meta` lacks the values in `expect`, or whose
+        digest is not `digest` (what a segment manifest recorded for it).
         """
         path = Path(path)
-        footer = read_footer(path, _HNSW_FORMAT, expect)
+        footer = read_footer(path, _HNSW_FORMAT, expect, digest)
         config = footer["config"]
         try:
             index = cls(**config, threads=threads)

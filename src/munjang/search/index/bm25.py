@@ -39,6 +39,7 @@ import numpy as np
 
 from ...errors import DataFormatError
 from .tokenizers import Tokenizer, get_tokenizer, tokenizer_from_config
+from .verified_file import DamagedIndexFile, checksum, mapped, opened
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 DTYPES = ("float32", "float64")
@@ -46,7 +47,12 @@ DTYPES = ("float32", "float64")
 _DEFAULT_DELTA = {"bm25l": 0.5, "bm25+": 1.0}
 CONFIG_NAME = "munjang_bm25.json"
 _FORMAT = "munjang-bm25"
-_FORMAT_VERSION = 1
+# 2: the config lists every file bm25s wrote with its size and xxh3-64 digest, and carries the
+# digest of its own other keys; 1 (an older munjang's, no checksums) still loads, unverified.
+_FORMAT_VERSION = 2
+_VERSIONS = (1, 2)
+# A config is a few kilobytes (a tokenizer's dictionary entries at most): past this it is not one.
+MAX_CONFIG_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,41 @@ def _check_texts(texts: Sequence[str], what: str) -> list[str]:
         if not isinstance(text, str):
             raise TypeError(f"{what}[{i}] is {type(text).__name__}, not str")
     return out
+
+
+def _config_digest(config: Mapping[str, Any]) -> str:
+    """The xxh3-64 of a saved config's keys but its own digest (in a fixed order)."""
+    rest = {key: value for key, value in config.items() if key != "xxh3"}
+    return checksum(json.dumps(rest, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+
+
+def _file_digest(path: Path) -> tuple[int, str]:
+    """(size, xxh3-64) of the regular file at `path` (a FIFO or a folder in its place is refused)."""
+    with opened(path) as fd:
+        data = mapped(fd)
+        return (0, checksum(b"")) if data is None else (len(data), checksum(data))
+
+
+def _verify_files(folder: Path, files: Any) -> None:
+    """DataFormatError unless every file the config lists is in `folder`, whole (size and digest)."""
+    if not isinstance(files, dict) or not files:
+        raise DataFormatError(f"{folder / CONFIG_NAME}: lists no index files to verify")
+    for name, want in files.items():
+        path = folder / name
+        if Path(name).name != name or not isinstance(want, dict):
+            raise DataFormatError(f"{folder / CONFIG_NAME}: bad file entry {name!r}")
+        try:
+            size, digest = _file_digest(path)
+        except FileNotFoundError:
+            raise DataFormatError(f"{path}: missing (the BM25 index is incomplete)") from None
+        except (OSError, DamagedIndexFile) as e:
+            raise DataFormatError(f"{path}: cannot be read ({e})") from e
+        if size != want.get("bytes"):
+            raise DataFormatError(
+                f"{path}: {size} bytes, its index config says {want.get('bytes')} (cut short or grown)"
+            )
+        if digest != want.get("xxh3"):
+            raise DataFormatError(f"{path}: checksum mismatch (the file is garbled)")
 
 
 def _fsync_tree(folder: Path) -> None:
@@ -333,6 +374,12 @@ class BM25Index:
                 "has_bm25s_files": self._bm25 is not None,
                 **self.get_config_dict(),
             }
+            if self._bm25 is not None:
+                written = sorted(p for p in tmp.iterdir() if p.is_file())
+                config["files"] = {
+                    p.name: dict(zip(("bytes", "xxh3"), _file_digest(p), strict=True)) for p in written
+                }
+            config["xxh3"] = _config_digest(config)
             (tmp / CONFIG_NAME).write_text(json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8")
             _fsync_tree(tmp)
             if folder.exists():
@@ -352,7 +399,9 @@ class BM25Index:
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], tokenizer: Tokenizer | None = None) -> BM25Index:
-        """Load an index written by `save`.
+        """Load an index written by `save`, verified before bm25s reads it: the config's digest,
+        then every index file's size and digest (DataFormatError naming the file that fails). An
+        index saved by an older munjang (format version 1, no checksums) loads unverified.
 
         The tokenizer is rebuilt from the saved config; pass `tokenizer` for a custom one (its name
         must equal the saved tokenizer's name).
@@ -361,19 +410,39 @@ class BM25Index:
         config_path = folder / CONFIG_NAME
         if not folder.is_dir():
             raise FileNotFoundError(f"no BM25 index folder at {folder}")
-        if not config_path.is_file():
+        if not config_path.exists():
             raise FileNotFoundError(f"{folder} has no {CONFIG_NAME}: not a saved BM25 index")
         try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
+            with opened(config_path) as fd:
+                raw = os.read(fd, MAX_CONFIG_BYTES + 1)
+        except DamagedIndexFile as e:
+            raise DataFormatError(str(e)) from None
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise DataFormatError(f"{config_path}: over {MAX_CONFIG_BYTES} bytes, not a BM25 index config")
+        try:
+            config = json.loads(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise DataFormatError(f"{config_path}: not valid JSON ({e})") from e
         if not isinstance(config, dict) or config.get("format") != _FORMAT:
             raise DataFormatError(f"{config_path}: not a munjang BM25 index config")
-        if config.get("format_version") != _FORMAT_VERSION:
+        version = config.get("format_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > _FORMAT_VERSION:
             raise DataFormatError(
-                f"{config_path}: format version {config.get('format_version')!r} is not supported "
-                f"(this munjang reads version {_FORMAT_VERSION})"
+                f"{config_path}: format version {version} was written by a newer munjang "
+                f"(this one reads versions {_VERSIONS[0]}-{_FORMAT_VERSION}); upgrade munjang to load it"
             )
+        if "xxh3" in config and config["xxh3"] != _config_digest(config):
+            raise DataFormatError(f"{config_path}: checksum mismatch (the config is garbled)")
+        if version not in _VERSIONS or isinstance(version, bool):
+            raise DataFormatError(
+                f"{config_path}: format version {version!r} is not supported "
+                f"(this munjang reads versions {_VERSIONS[0]}-{_FORMAT_VERSION})"
+            )
+        if version >= 2:
+            if "xxh3" not in config:
+                raise DataFormatError(f"{config_path}: no checksum (the config was edited or garbled)")
+            if config.get("has_bm25s_files"):
+                _verify_files(folder, config.get("files"))
         try:
             saved_tokenizer = config["tokenizer"]
             if not isinstance(saved_tokenizer, dict):

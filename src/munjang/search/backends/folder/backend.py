@@ -3,6 +3,7 @@
     folder/
       collection.db        SQLite (WAL): documents, metadata, lexical tokens, the embedding cache
       dense-L-D.hnsw       the HNSW graph (index="hnsw"), named by the watermark it has applied
+        .seg-N, .manifest  its further segments, and the manifest that lists them all
       dense-L-D.exact      or the exact matrix (index="exact"), mapped by readers
       lexical/             the BM25 index's segments and manifest (`lexical_files.py`)
       write.lock           one writer at a time (a drop is refused while it is held); readers never take it
