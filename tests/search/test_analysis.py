@@ -2,7 +2,7 @@
 a user dictionary keeps a term whole (or split, or both); synonyms expand queries; typos are read
 as the word they misspell; nori dictionaries and Solr synonym files load, a malformed line named by
 number with nothing applied; a dictionary edit re-analyses stored passages for BM25 only and every
-reader switches to it at once."""
+reader switches to it at once, on every backend (Qdrant in a second BM25 slot), with the same hits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from munjang.errors import DataFormatError
-from munjang.search import CollectionError
 from munjang.search.collection import reanalysis
 from munjang.search.collection.collection import Collection
 from munjang.search.index.analysis import AnalysisError, AnalysisSettings, Analyzer

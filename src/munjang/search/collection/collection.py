@@ -742,8 +742,7 @@ class Collection:
         time beside the stored tokens (a call with the same settings after an interruption resumes
         after them), while searches go on with the old analysis; the switch to the new tokens and
         settings is one transaction, and every reader takes them at its next search. Query-side
-        changes apply at once. Folder and PostgreSQL collections (a Qdrant one takes index-side
-        changes only while empty)."""
+        changes apply at once. Every backend (Qdrant: a second BM25 slot, `backends/qdrant/slots.py`)."""
         analyzer = self.encoding.analyzer_for(settings)  # checked before anything is read
         with self._write_lock():
             self.searcher.follow_analysis()
