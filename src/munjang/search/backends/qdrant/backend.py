@@ -7,10 +7,11 @@ Each collection is a folder FOLDER/NAME holding `collection.db` (the same SQLite
 collection: passages, metadata, tokens, the embedding cache, the deletion log, transactional) and
 `write.lock`; in local mode also `qdrant/`, Qdrant's own storage. Qdrant holds one point per passage
 (point id = the passage's label) with named vectors `dense`, `bm25` (Kiwi tokens as a sparse
-vector, `Modifier.IDF`; after a re-analysis the BM25 slot the store names, `slots.py`) and, for a collection with a sparse model, `splade` (`qdrant_sparse.py`),
-with a multi-vector model `colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets,
-text and metadata as payload. What Qdrant has applied is a `Watermark` in the Qdrant collection's
-own metadata, written after the points, so a crash between the two replays an idempotent upsert:
+vector, `Modifier.IDF`; after a re-analysis the BM25 slot the store names, `slots.py`) and, for
+a collection with a sparse model, `splade` (`qdrant_sparse.py`), with a multi-vector model
+`colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets, text and metadata as payload.
+What Qdrant has applied is a `Watermark` in the Qdrant collection's own metadata, written after the
+points, so a crash between the two replays an idempotent upsert:
 nothing is lost and nothing applied twice.
 
 Server options in the URL query: `shards` and `replicas` (a new collection's shard_number and
