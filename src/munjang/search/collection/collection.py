@@ -750,11 +750,13 @@ class Collection:
             analysed, staged = 0, False
             if old.document_part() != settings.document_part() and self.store.count():
                 target = settings.to_config()
-                resume = self.store.meta_value("analysis_pending") == target
-                if not resume:
+                if self.store.meta_value("analysis_pending") != target:
+                    # what an abandoned run kept goes before the mark: a kill between the two
+                    # leaves nothing to resume from
+                    self.store.stage_tokens([], restart=True)
                     self.store.set_meta({"analysis_pending": target})
                 progress = self.store.count() > 1000 if show_progress_bar is None else show_progress_bar
-                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress, resume)
+                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress)
                 staged = True
             generation = self.searcher.generation + 1
             meta = {

@@ -62,7 +62,7 @@ def stage(points: QdrantPoints, store: QdrantRecords, rows: list[tuple[int, str]
     if restart:
         slot = next_slot(points.slot)
         totals = points.stats.totals()
-        made = totals["length_sum"] / max(totals["texts"], 1)
+        made = totals["length_sum"] / totals["texts"] if totals["length_sum"] else 1.0
         points.client.delete_vector_name(points.name, slot)
         config = models.SparseVectorNameConfig(sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF))
         points.client.create_vector_name(points.name, slot, config)
