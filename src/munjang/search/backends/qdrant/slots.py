@@ -56,7 +56,9 @@ def slot_low(state: dict[str, Any], slot: str) -> float | None:
 
 def stage(points: QdrantPoints, store: QdrantRecords, rows: list[tuple[int, str]], restart: bool) -> None:
     """Write these passages' new tokens (label, tokens JSON; whole documents) to the pending slot;
-    `restart`: a new pending slot, emptied of what an abandoned run left."""
+    `restart`: a new pending slot, emptied of the vectors an abandoned run left (the payload fields
+    it left are overwritten on every text's first point, and a point with no vector in the slot is
+    never a candidate in it)."""
     models = points.models
     points.sync(store)  # passages added since an interrupted run are points before their slot is written
     if restart:
@@ -66,10 +68,6 @@ def stage(points: QdrantPoints, store: QdrantRecords, rows: list[tuple[int, str]
         points.client.delete_vector_name(points.name, slot)
         config = models.SparseVectorNameConfig(sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF))
         points.client.create_vector_name(points.name, slot, config)
-        everything = models.FilterSelector(filter=models.Filter())
-        points.client.delete_payload(
-            points.name, keys=[members_field(slot), *payload_fields(slot)], points=everything
-        )
         store.set_meta({PENDING_KEY: {"slot": slot, "made": made}})
     if not rows:
         return
