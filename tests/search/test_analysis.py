@@ -313,5 +313,10 @@ def test_a_qdrant_collection_fills_a_second_bm25_slot_and_switches_even_when_kil
     assert answers(col) == answers(folder)
     assert [h.id for h in col.search("주택담보대출", mode="lexical", k=1)] == ["new"]
     assert col.check() == []
+    # a snapshot of it restores as a new Qdrant collection, searched in its first slot
+    col.export(tmp_path / "c.snapshot")
+    restored = Collection.import_(tmp_path / "c.snapshot", "r", backend=backend, encoder=encoder)
+    assert qdrant_state(restored)[1] == {"bm25"} and answers(restored) == answers(folder)
+    restored.close()
     col.close()
     folder.close()
