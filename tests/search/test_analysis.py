@@ -302,6 +302,10 @@ def test_a_qdrant_collection_fills_a_second_bm25_slot_and_switches_even_when_kil
     assert answers(col) == expected
     after, names = qdrant_state(col)
     assert names == {"bm25_2"} and after == dense  # the old slot dropped; no dense vector touched
+    held, _ = col.store.points.client.scroll(col.store.points.name, limit=1000, with_payload=True)
+    assert {k for p in held for k in p.payload or {} if k.startswith("bm25_")} == {
+        "bm25_2_members", "bm25_2_terms", "bm25_2_tfs", "bm25_2_length"
+    }  # fmt: skip
     assert not (col.folder / "bm25_stats.db").exists() and (col.folder / "bm25_2_stats.db").is_file()
 
     # another edit fills a third slot; a document added afterwards is searched with the new analysis

@@ -138,10 +138,11 @@ def drop_slot(points: QdrantPoints, slot: str) -> None:
     """Remove a slot searches no longer use: its vectors, its payload fields, its statistics file."""
     models = points.models
     points.client.delete_vector_name(points.name, slot)
-    everything = models.FilterSelector(filter=models.Filter())
+    members = members_field(slot)
+    carrying = models.Filter(must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=members))])
     points.client.delete_payload(
-        points.name, keys=[members_field(slot), *payload_fields(slot)], points=everything
-    )
+        points.name, keys=[members, *payload_fields(slot)], points=models.FilterSelector(filter=carrying)
+    )  # the texts' first points: the others carry no field of the slot
     points.forget_stats(slot)
     path = points.folder / stats_name(slot)
     for suffix in ("", "-wal", "-shm"):
