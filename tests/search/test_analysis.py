@@ -324,3 +324,30 @@ def test_a_qdrant_collection_fills_a_second_bm25_slot_and_switches_even_when_kil
     restored.close()
     col.close()
     folder.close()
+
+
+def test_a_qdrant_search_that_read_the_slot_just_dropped_is_made_again_on_the_new_one(
+    encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from munjang.search.backends.qdrant.index import QdrantPoints
+
+    where, backend = place("qdrant", tmp_path, request)
+    writer = Collection.create(where, backend=backend, encoder=encoder)
+    writer.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True)
+    assert {h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)} == {"d0", "d1"}
+    writer.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole"))
+    follow = QdrantPoints._follow_slot
+    late: list[str] = []
+
+    def late_once(self, store):  # type: ignore[no-untyped-def]
+        if not late:  # this sync ran just before the switch: the search goes to the old slot
+            late.append(self.slot)
+            return
+        follow(self, store)
+
+    monkeypatch.setattr(QdrantPoints, "_follow_slot", late_once)
+    assert [h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
+    assert late == ["bm25"] and reader.store.points.slot == "bm25_2"
+    reader.close()
+    writer.close()
