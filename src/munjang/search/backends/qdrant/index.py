@@ -127,7 +127,7 @@ class QdrantPoints:
     def adopt(self, store: QdrantRecords) -> None:
         """Make the slot the store names (`self.slot`) the state's, after a re-analysis switched to
         it: its statistics and the mean length its weights were made at (announced before the
-        switch), its weights made again if that mean has drifted; then the old slot is dropped."""
+        switch), its weights made again if that mean has drifted, the old slot dropped."""
         old = str(self.state.get("slot", FIRST_SLOT))
         pending = self.state.get("pending") or {}
         totals = self.stats.totals()
@@ -141,9 +141,9 @@ class QdrantPoints:
         }
         if pending.get("slot") != self.slot or _drifted(state):
             state.update(self.reweight(store, Watermark(totals["label"], totals["deletion"])))
-        self.write_state(state)
-        if old != self.slot:
+        if old != self.slot:  # before the state names the new slot: a kill here drops it again
             drop_slot(self, old)
+        self.write_state(state)
 
     def _follow_slot(self, store: QdrantRecords) -> None:
         """Take the BM25 slot the store names (a re-analysis switched it, here or in another process);
@@ -151,6 +151,8 @@ class QdrantPoints:
         slot = str(store.meta_value(SLOT_KEY) or FIRST_SLOT)
         if slot == self.slot and (not self.writer or self.state.get("slot", FIRST_SLOT) == slot):
             return
+        if slot != self.slot:
+            self.forget_stats(self.slot)  # a dropped slot's file: not held open
         self.slot = slot
         self.state = self._read_state()
         if self.writer and self.state.get("slot", FIRST_SLOT) != slot:
