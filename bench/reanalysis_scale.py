@@ -7,7 +7,10 @@ dictionary of noun compounds found in its passages. While `set_analysis` runs, a
 Collection on the same folder, on a thread) searches a probe query without pause; each answer is
 checked against the old analysis's answer and the new one. Reported: the re-analysis time and rate,
 the searches answered meanwhile, errors, and whether every answer was the old or the new (never a
-mix), the last the new.
+mix), the last the new. `--backend qdrant` does the same on a Qdrant collection in local mode
+(the reader another Collection in this process: local mode is one process's), where the new tokens
+fill a second BM25 slot; `--build-only` builds the collection and stops (a long build and the
+timed edit can then run as two shorter benchmark runs).
 
     flock /tmp/munjang-bench.lock python bench/reanalysis_scale.py --passages 200000
 """
@@ -42,27 +45,35 @@ def main() -> None:
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "munjang-bench-reanalysis"
     )
     parser.add_argument("--name", default=None)
+    parser.add_argument("--backend", choices=["folder", "qdrant"], default="folder")
+    parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args()
     env = print_environment()
     pool = load_corpus(10_000, lang="ko")
-    folder = args.cache / f"c{args.passages}"
+    folder: Path | str = args.cache / f"c{args.passages}"
+    backend, built = None, args.cache / f"c{args.passages}"
+    if args.backend == "qdrant":
+        backend = f"qdrant+local://{args.cache / 'qdrant'}"
+        folder, built = f"c{args.passages}", args.cache / "qdrant" / f"c{args.passages}"
     model = (
         cheap_encoder(args.cache / "static")
         if not (args.cache / "static").exists()
         else args.cache / "static"
     )
     texts = passages(args.passages, 0, pool)
-    if not folder.exists():
-        col = Collection.create(folder, str(model))
+    if not built.exists():
+        col = Collection.create(folder, str(model), backend=backend)
         start = time.perf_counter()
         for i in range(0, len(texts), 20_000):
             col.add([f"d{j}" for j in range(i, min(i + 20_000, len(texts)))], texts[i : i + 20_000])
         print(f"built {len(texts)} passages in {time.perf_counter() - start:.0f} s", flush=True)
         col.close()
+    if args.build_only:
+        return
     found = Counter(word for text in pool for word, _ in compounds(text))
     words = [w for w, n in found.most_common(200)]
     probe = words[0]
-    writer = Collection.open(folder)
+    writer = Collection.open(folder, backend=backend)
     writer.set_analysis(AnalysisSettings())
     answers: list[list[str]] = []
     errors: list[str] = []
@@ -70,7 +81,7 @@ def main() -> None:
     first: list[list[str]] = []
 
     def search() -> None:  # a reader of its own (SQLite connections stay on their thread)
-        reader = Collection.open(folder, readonly=True)
+        reader = Collection.open(folder, backend=backend, readonly=True)
         first.append([h.id for h in reader.search(probe, mode="lexical", k=10)])
         ready.set()
         while not done.is_set():
@@ -97,6 +108,7 @@ def main() -> None:
     kinds = ["old" if a == old else "new" if a == new else "other" for a in answers]
     writer.close()  # left with the dictionary: a next run starts by setting the defaults back
     row = {
+        "backend": args.backend,
         "passages": args.passages,
         "dictionary_words": len(words),
         "probe": probe,
@@ -111,7 +123,8 @@ def main() -> None:
         "answers_differ": old != new,
     }
     print(row)
-    write_result(args.name or f"reanalysis_scale-{args.passages // 1000}k", row, env)
+    suffix = "" if args.backend == "folder" else f"-{args.backend}"
+    write_result(args.name or f"reanalysis_scale{suffix}-{args.passages // 1000}k", row, env)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 a user dictionary keeps a term whole (or split, or both); synonyms expand queries; typos are read
 as the word they misspell; nori dictionaries and Solr synonym files load, a malformed line named by
 number with nothing applied; a dictionary edit re-analyses stored passages for BM25 only and every
-reader switches to it at once."""
+reader switches to it at once, on every backend (Qdrant in a second BM25 slot), with the same hits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from munjang.errors import DataFormatError
-from munjang.search import CollectionError
 from munjang.search.collection import reanalysis
 from munjang.search.collection.collection import Collection
 from munjang.search.index.analysis import AnalysisError, AnalysisSettings, Analyzer
@@ -127,7 +126,7 @@ def place(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[st
     return tmp_path / "c", None
 
 
-@pytest.mark.parametrize("kind", ["folder", pytest.param("postgres", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["folder", "qdrant", pytest.param("postgres", marks=pytest.mark.slow)])
 def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
     kind: str, encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,33 +159,15 @@ def test_a_dictionary_edit_reanalyses_stored_passages_and_every_reader_switches(
     assert reopened.check() == []
     reopened.close()
     RESULTS[kind] = found
-    if len(RESULTS) == 2:  # the same answers on both backends
-        assert RESULTS["folder"] == RESULTS["postgres"]
+    if "folder" in RESULTS:  # the same answers on every backend
+        assert all(answers == RESULTS["folder"] for answers in RESULTS.values())
 
 
 QUERIES = ["카카오뱅크", "카뱅 금리", "주택담보대출", "국회 통과", "BERT 모델"]
 RESULTS: dict[str, dict[str, list[tuple[str, float]]]] = {}
 
 
-def test_qdrant_takes_query_side_edits_and_refuses_a_reanalysis_it_cannot_do(
-    encoder, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    where, backend = place("qdrant", tmp_path, request)
-    col = Collection.create(where, backend=backend, encoder=encoder)
-    col.set_analysis(
-        AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole")
-    )  # empty: no passage to analyse
-    col.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
-    assert [h.id for h in col.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
-    col.set_analysis(col.analysis.replace(synonyms=(SynonymRule(("카뱅",), ("카카오뱅크",)),)))
-    assert [h.id for h in col.search("카뱅", mode="lexical", k=5)] == ["d0"]
-    with pytest.raises(CollectionError, match="folder and PostgreSQL collections only"):
-        col.set_analysis(AnalysisSettings())
-    assert col.analysis.user_words == (UserWord("카카오뱅크"),)  # nothing changed
-    col.close()
-
-
-@pytest.mark.parametrize("kind", ["folder", pytest.param("postgres", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["folder", "qdrant", pytest.param("postgres", marks=pytest.mark.slow)])
 def test_an_interrupted_reanalysis_keeps_the_old_analysis_and_resumes(
     kind: str, encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,3 +229,125 @@ def test_the_cli_analyzes_and_edits_and_a_bad_file_changes_nothing(
     assert run_cli(["index", "dict", "remove", str(folder), "카카오뱅크"], capsys, monkeypatch)[0] == 0
     code, out, _ = run_cli(["index", "synonyms", "list", str(folder)], capsys, monkeypatch)
     assert out.splitlines() == ["주담대, 주택담보대출"]
+
+
+def qdrant_state(col: Collection) -> tuple[dict[str, list[float]], set[str]]:
+    """Each point's dense vector, and the sparse vector names of the Qdrant collection."""
+    points = col.store.points
+    assert points is not None
+    found, _ = points.client.scroll(points.name, limit=1000, with_vectors=["dense"], with_payload=False)
+    info = points.client.get_collection(points.name).config.params
+    return {str(p.id): p.vector["dense"] for p in found}, set(info.sparse_vectors or {})
+
+
+@pytest.mark.slow
+def test_a_qdrant_collection_fills_a_second_bm25_slot_and_switches_even_when_killed_at_each_step(
+    encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from munjang.search.backends.folder.sqlite_store import DocumentStore
+    from munjang.search.backends.qdrant.index import QdrantPoints
+
+    texts = [*TEXTS, *(f"{t} 그리고 카카오뱅크 {i}번" for i, t in enumerate(TEXTS))]
+    ids = [f"d{i}" for i in range(len(texts))]
+    where, backend = place("qdrant", tmp_path, request)
+    col = Collection.create(where, backend=backend, encoder=encoder)
+    col.add(ids, texts)
+    folder = Collection.create(tmp_path / "f", encoder=encoder)
+    folder.add(ids, texts)
+    dense, names = qdrant_state(col)
+    assert names == {"bm25"}
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True)
+    monkeypatch.setattr(reanalysis, "BATCH", 3)
+    settings = AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole")
+
+    # killed between a batch's write to the pending slot and its staging in the store
+    keep = DocumentStore.stage_tokens
+    calls: list[int] = []
+
+    def killed_at_the_third_batch(self, rows, restart=False):  # type: ignore[no-untyped-def]
+        calls.append(len(rows))
+        if len(calls) == 4:  # the restart, then two batches kept
+            raise KeyboardInterrupt
+        keep(self, rows, restart)
+
+    monkeypatch.setattr(DocumentStore, "stage_tokens", killed_at_the_third_batch)
+    with pytest.raises(KeyboardInterrupt):
+        col.set_analysis(settings)
+    monkeypatch.setattr(DocumentStore, "stage_tokens", keep)
+    assert qdrant_state(col)[1] == {"bm25", "bm25_2"}
+    old = {q: [(h.id, round(h.score, 4)) for h in reader.search(q, mode="lexical", k=5)] for q in QUERIES}
+    assert {h.id for h in reader.search("카카오뱅크", mode="lexical", k=20)} >= {"d0", "d1"}
+
+    # killed after the store's switch, before Qdrant's state adopted the new slot
+    adopt = QdrantPoints.adopt
+
+    def killed(self, store):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(QdrantPoints, "adopt", killed)
+    with pytest.raises(KeyboardInterrupt):
+        col.set_analysis(settings)
+    monkeypatch.setattr(QdrantPoints, "adopt", adopt)
+    folder.set_analysis(settings)
+
+    def answers(c: Collection) -> dict[str, list[tuple[str, float]]]:
+        return {q: [(h.id, round(h.score, 4)) for h in c.search(q, mode="lexical", k=5)] for q in QUERIES}
+
+    expected = answers(folder)
+    assert expected != old
+    assert answers(reader) == expected  # the new slot, announced before the switch
+    reader.close()
+    col.close()
+    col = Collection.open(where, backend=backend, encoder=encoder)  # its first sync finishes the switch
+    assert answers(col) == expected
+    after, names = qdrant_state(col)
+    assert names == {"bm25_2"} and after == dense  # the old slot dropped; no dense vector touched
+    held, _ = col.store.points.client.scroll(col.store.points.name, limit=1000, with_payload=True)
+    assert {k for p in held for k in p.payload or {} if k.startswith("bm25_")} == {
+        "bm25_2_members", "bm25_2_terms", "bm25_2_tfs", "bm25_2_length"
+    }  # fmt: skip
+    assert not (col.folder / "bm25_stats.db").exists() and (col.folder / "bm25_2_stats.db").is_file()
+
+    # another edit fills a third slot; a document added afterwards is searched with the new analysis
+    words = (UserWord("카카오뱅크"), UserWord("주택담보대출"))
+    for c in (col, folder):
+        c.set_analysis(settings.replace(user_words=words))
+        c.add(["new"], ["주택담보대출 카카오뱅크 상품"])
+    assert qdrant_state(col)[1] == {"bm25_3"}
+    assert answers(col) == answers(folder)
+    assert [h.id for h in col.search("주택담보대출", mode="lexical", k=1)] == ["new"]
+    assert col.check() == []
+    # a snapshot of it restores as a new Qdrant collection, searched in its first slot
+    col.export(tmp_path / "c.snapshot")
+    restored = Collection.import_(tmp_path / "c.snapshot", "r", backend=backend, encoder=encoder)
+    assert qdrant_state(restored)[1] == {"bm25"} and answers(restored) == answers(folder)
+    restored.close()
+    col.close()
+    folder.close()
+
+
+def test_a_qdrant_search_that_read_the_slot_just_dropped_is_made_again_on_the_new_one(
+    encoder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from munjang.search.backends.qdrant.index import QdrantPoints
+
+    where, backend = place("qdrant", tmp_path, request)
+    writer = Collection.create(where, backend=backend, encoder=encoder)
+    writer.add([f"d{i}" for i in range(len(TEXTS))], TEXTS)
+    reader = Collection.open(where, backend=backend, encoder=encoder, readonly=True)
+    assert {h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)} == {"d0", "d1"}
+    writer.set_analysis(AnalysisSettings(user_words=(UserWord("카카오뱅크"),), compounds="whole"))
+    follow = QdrantPoints._follow_slot
+    late: list[str] = []
+
+    def late_once(self, store):  # type: ignore[no-untyped-def]
+        if not late:  # this sync ran just before the switch: the search goes to the old slot
+            late.append(self.slot)
+            return
+        follow(self, store)
+
+    monkeypatch.setattr(QdrantPoints, "_follow_slot", late_once)
+    assert [h.id for h in reader.search("카카오뱅크", mode="lexical", k=5)] == ["d0"]
+    assert late == ["bm25"] and reader.store.points.slot == "bm25_2"
+    reader.close()
+    writer.close()

@@ -112,6 +112,30 @@ def test_korean_search_heatmap_and_map(browser, page_url):
     assert marks, "the matched terms should be highlighted"
     assert float(first.find_element(By.CLASS_NAME, "score").text) > 0
     assert "results from demo (hybrid)" in driver.find_element(By.ID, "search-status").text
+
+    # beside the hits, the query's analysis: each BM25 token, its part of speech and its rule, the
+    # tokens a hit matched marked; a hit's "analysis" shows how its passage was read
+    def analysis_rows(d):
+        if not (d.find_element(By.ID, "analysis").get_attribute("data-rendered") or "0").isdigit():
+            return []
+        rows = d.find_elements(By.CSS_SELECTOR, "#analysis-tokens li")
+        return [
+            [r.find_element(By.CLASS_NAME, c).text for c in ("token", "tag", "rule")]
+            + ["matched" in (r.get_attribute("class") or "")]
+            for r in rows
+        ]
+
+    rows = wait_for(driver, analysis_rows)
+    assert ["서울", "NNP", "morpheme", True] in rows, rows
+    assert all(tag and rule for _, tag, rule, _ in rows)
+    assert "query: 서울에 비가 온다" in driver.find_element(By.ID, "analysis-of").text
+    first.find_element(By.CLASS_NAME, "analyze-hit").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "analysis-of").text.startswith("passage of"))
+    rows = wait_for(driver, analysis_rows)
+    hit_text = first.find_element(By.CLASS_NAME, "result-text").text
+    assert all(token in hit_text for token, tag, _, _ in rows if tag.startswith("NN")), rows
+    chips = {chip.text for chip in first.find_elements(By.CLASS_NAME, "term")}  # the hit's matched terms
+    assert {token for token, *_, matched in rows if matched} == chips & {r[0] for r in rows} != set()
     screenshot(driver, "search")
 
     # similarity playground: six sentences -> a 6 x 6 heatmap actually painted

@@ -742,8 +742,7 @@ class Collection:
         time beside the stored tokens (a call with the same settings after an interruption resumes
         after them), while searches go on with the old analysis; the switch to the new tokens and
         settings is one transaction, and every reader takes them at its next search. Query-side
-        changes apply at once. Folder and PostgreSQL collections (a Qdrant one takes index-side
-        changes only while empty)."""
+        changes apply at once. Every backend (Qdrant: a second BM25 slot, `backends/qdrant/slots.py`)."""
         analyzer = self.encoding.analyzer_for(settings)  # checked before anything is read
         with self._write_lock():
             self.searcher.follow_analysis()
@@ -751,11 +750,13 @@ class Collection:
             analysed, staged = 0, False
             if old.document_part() != settings.document_part() and self.store.count():
                 target = settings.to_config()
-                resume = self.store.meta_value("analysis_pending") == target
-                if not resume:
+                if self.store.meta_value("analysis_pending") != target:
+                    # what an abandoned run kept goes before the mark: a kill between the two
+                    # leaves nothing to resume from
+                    self.store.stage_tokens([], restart=True)
                     self.store.set_meta({"analysis_pending": target})
                 progress = self.store.count() > 1000 if show_progress_bar is None else show_progress_bar
-                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress, resume)
+                analysed = reanalyse(self.store, self.encoding, self.chunking, analyzer, progress)
                 staged = True
             generation = self.searcher.generation + 1
             meta = {

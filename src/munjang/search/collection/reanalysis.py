@@ -25,14 +25,13 @@ BATCH = 256
 
 
 def reanalyse(
-    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, progress: bool, resume: bool
+    store: Store, encoding: Encoding, chunking: ChunkingConfig, analyzer: Any, progress: bool
 ) -> int:
     """Stage the tokens `analyzer`'s document side makes of every stored passage (`Store.stage_tokens`),
-    a batch of documents per commit; with `resume`, after the passages staged by an earlier run that
-    was interrupted. Returns how many passages are staged."""
-    done = store.staged_through() if resume else 0
-    if not resume:
-        store.stage_tokens([], restart=True)
+    a batch of documents per commit, after the passages staged already (by an earlier run of the
+    same edit that was interrupted; the caller empties the staging for a new one). Returns how many
+    passages are staged."""
+    done = store.staged_through()
     staged = 0
     bar = tqdm(total=store.count(), desc="analysing", unit="doc", disable=not progress)
     try:

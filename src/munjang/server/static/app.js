@@ -94,6 +94,45 @@ function highlighted(text, terms) {
   return fragment;
 }
 
+// The BM25 tokens of a text as the collection's analysis reads them (the query, or a hit's passage
+// as a stored document): each with its part of speech and the rule that made it, the terms a hit
+// matched marked.
+let analysisTurn = 0;  // a later request's answer is the one shown
+
+async function showAnalysis(text, asDocument, title, matched) {
+  const turn = ++analysisTurn;
+  const collection = $("collection").value;
+  const panel = $("analysis");
+  panel.hidden = false;
+  panel.dataset.rendered = "";
+  $("analysis-of").textContent = title;
+  $("analysis-tokens").replaceChildren();
+  setStatus("analysis-status", "analysing…");
+  try {
+    const path = `/v1/collections/${encodeURIComponent(collection)}/analyze`;
+    const result = await api("POST", path, { text, document: asDocument });
+    if (turn !== analysisTurn) return;
+    const rows = result.tokens.map((t) => {
+      const row = document.createElement("li");
+      row.classList.toggle("matched", matched.has(t.token));
+      for (const [name, value] of [["token", t.token], ["tag", t.tag], ["rule", t.rule]]) {
+        const cell = document.createElement("span");
+        cell.className = name;
+        cell.textContent = value;
+        row.append(cell);
+      }
+      return row;
+    });
+    $("analysis-tokens").replaceChildren(...rows);
+    panel.dataset.rendered = String(rows.length);
+    setStatus("analysis-status", `${rows.length} token(s)${matched.size ? "; marked: matched by a hit" : ""}`);
+  } catch (error) {
+    if (turn !== analysisTurn) return;
+    panel.dataset.rendered = "0";
+    setStatus("analysis-status", error.message, true);
+  }
+}
+
 function renderResults(hits) {
   const list = $("results");
   list.replaceChildren();
@@ -124,6 +163,14 @@ function renderResults(hits) {
     const id = document.createElement("span");
     id.textContent = hit.id;
     meta.append(id);
+    const analyze = document.createElement("button");
+    analyze.type = "button";
+    analyze.className = "analyze-hit";
+    analyze.textContent = "analysis";
+    analyze.title = "how BM25 reads this passage";
+    const own = new Set(hit.matched_terms || []);
+    analyze.addEventListener("click", () => showAnalysis(hit.text, true, `passage of ${hit.id}`, own));
+    meta.append(analyze);
     const place = hit.location || {};
     if (place.label || place.heading) {
       const located = document.createElement("span");
@@ -159,8 +206,11 @@ $("search-form").addEventListener("submit", async (event) => {
     renderResults(result.data);
     const ms = Math.round(performance.now() - started);
     setStatus("search-status", `${result.data.length} results from ${collection} (${body.mode}) in ${ms} ms`);
+    const matched = new Set(result.data.flatMap((hit) => hit.matched_terms || []));
+    showAnalysis(query, false, `query: ${query}`, matched);
   } catch (error) {
     $("results").replaceChildren();
+    $("analysis").hidden = true;
     setStatus("search-status", error.message, true);
   }
 });

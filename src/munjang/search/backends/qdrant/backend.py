@@ -7,10 +7,11 @@ Each collection is a folder FOLDER/NAME holding `collection.db` (the same SQLite
 collection: passages, metadata, tokens, the embedding cache, the deletion log, transactional) and
 `write.lock`; in local mode also `qdrant/`, Qdrant's own storage. Qdrant holds one point per passage
 (point id = the passage's label) with named vectors `dense`, `bm25` (Kiwi tokens as a sparse
-vector, `Modifier.IDF`) and, for a collection with a sparse model, `splade` (`qdrant_sparse.py`),
-with a multi-vector model `colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets,
-text and metadata as payload. What Qdrant has applied is a `Watermark` in the Qdrant collection's
-own metadata, written after the points, so a crash between the two replays an idempotent upsert:
+vector, `Modifier.IDF`; after a re-analysis the BM25 slot the store names, `slots.py`) and, for
+a collection with a sparse model, `splade` (`qdrant_sparse.py`), with a multi-vector model
+`colbert` (`qdrant_tokens.py`), and the document id, chunk, offsets, text and metadata as payload.
+What Qdrant has applied is a `Watermark` in the Qdrant collection's own metadata, written after the
+points, so a crash between the two replays an idempotent upsert:
 nothing is lost and nothing applied twice.
 
 Server options in the URL query: `shards` and `replicas` (a new collection's shard_number and
@@ -39,7 +40,7 @@ from ..disk_faults import writable_media
 from ..folder.backend import staging_folder
 from ..folder.drop import acquire_writer_lock, drop_folder
 from ..folder.sqlite_store import DocumentStore
-from .bm25 import STATS_NAME
+from . import slots
 from .index import QdrantDense, QdrantLexical, QdrantPoints
 from .sparse import QdrantSparse
 from .tokens import QdrantTokens
@@ -121,6 +122,7 @@ class QdrantRecords(DocumentStore):
     def __init__(self, path: Path, readonly: bool, client: Any, release: Callable[[], None]) -> None:
         super().__init__(path, readonly=readonly)
         self.client, self._release = client, release
+        self.points: QdrantPoints | None = None  # the Qdrant side, once the backend opened it
         if not readonly:
             self.conn.execute(METADATA_LOG)
 
@@ -129,12 +131,39 @@ class QdrantRecords(DocumentStore):
         self.conn.executemany("INSERT INTO qdrant_metadata_log (id) VALUES (?)", [(i,) for i, _ in updates])
 
     def stage_tokens(self, rows: Sequence[tuple[int, str]], restart: bool = False) -> None:
-        """Not yet: the points' BM25 vectors and payloads would need pushing again with new tokens."""
-        raise CollectionError(
-            "analysing stored passages again is built for folder and PostgreSQL collections only so "
-            "far; set the dictionary, compounds and index-time synonyms before adding documents to a "
-            "Qdrant one"
+        """Write the new tokens of these passages to the pending BM25 slot in Qdrant, then keep them
+        beside the stored ones (`slots.stage`): a run killed in between writes them again."""
+        slots.stage(self._points(), self, list(rows), restart)
+        super().stage_tokens(rows, restart)
+
+    def put_analysis(self, meta: dict[str, Any], staged: bool) -> None:
+        """Set these config values; with `staged`, switch the tokens and the BM25 slot searches use
+        with them, in the store's one transaction (`slots.switch`)."""
+        if not staged:
+            super().put_analysis(meta, False)
+            return
+        slots.switch(
+            self._points(), self, meta, lambda values: super(QdrantRecords, self).put_analysis(values, True)
         )
+
+    def staged_rows(self, batch: int = 10_000) -> Iterator[tuple[str, str]]:
+        """(document id, new tokens JSON) of every stored passage with staged tokens, in label order."""
+        after = 0
+        while True:
+            rows = self.conn.execute(
+                "SELECT d.label, d.id, s.tokens FROM documents d "
+                "JOIN analysis_staging s ON s.label = d.label WHERE d.label > ? ORDER BY d.label LIMIT ?",
+                (after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            yield from ((doc_id, tokens) for _, doc_id, tokens in rows)
+            after = int(rows[-1][0])
+
+    def _points(self) -> QdrantPoints:
+        if self.points is None:
+            raise CollectionError(f"{self.path}: its Qdrant points are not open")
+        return self.points
 
     def metadata_seq(self) -> int:
         """The last metadata change logged (0: none)."""
@@ -231,7 +260,8 @@ class QdrantBackend:
         client, release, made = None, None, False
         try:
             store = DocumentStore(staging / DB_NAME, create=True)
-            store.set_meta(config)
+            # a new Qdrant collection searches its first BM25 slot (a snapshot's config may name another)
+            store.set_meta({k: v for k, v in config.items() if k not in (slots.SLOT_KEY, slots.PENDING_KEY)})
             store.close()
             client, release = self._connect(staging / "qdrant")
             QdrantPoints.create_collection(client, self.collection_name, config, self.options)
@@ -276,9 +306,10 @@ class QdrantBackend:
                 )
             found = QdrantPoints(
                 client, self.collection_name, config, writer=not self.readonly, local=self.local,
-                stats=self.path / STATS_NAME,
+                folder=self.path,
             )  # fmt: skip
             self._points = found
+        store.points = found
         return found
 
     def retriever(self, kind: str, store: Any, config: dict[str, Any], background: bool = False) -> Any:
@@ -318,7 +349,7 @@ class QdrantBackend:
         """Qdrant keeps its own state; the watermark is written with every push."""
 
     def size_bytes(self, store: Any) -> int:
-        files = [self.path / n for n in (DB_NAME, DB_NAME + "-wal", STATS_NAME, STATS_NAME + "-wal")]
+        files = [self.path / DB_NAME, self.path / (DB_NAME + "-wal"), *self.path.glob("bm25*_stats.db*")]
         total = sum(f.stat().st_size for f in files if f.exists())
         qdrant = self.path / "qdrant"
         if qdrant.is_dir():

@@ -10,6 +10,10 @@ So Qdrant only proposes candidates, and each candidate is scored again here, exa
   (a push costs what it changed) and read by any process;
 - the candidate's payload: its tokens' counts (`bm25_terms`, `bm25_tfs`) and length (`bm25_length`).
 
+Each of these belongs to one BM25 slot (`slots.py`): the first is `bm25` (the fields above, the
+file `bm25_stats.db`); a re-analysis fills another (`bm25_2`: `bm25_2_terms`, …, `bm25_2_stats.db`)
+beside the one searched, and searches switch to it in one write.
+
 Qdrant's ranking can differ from the exact one only through the mean length its weights were made
 at: a stored weight is at most `max(1, avgdl / avgdl_low)` times too small. `complete` tells when
 the candidates fetched so far hold every text that can be in the exact top k, ties included.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,7 +41,22 @@ CREATE TABLE IF NOT EXISTS totals (key TEXT PRIMARY KEY, value INTEGER NOT NULL)
 CREATE TABLE IF NOT EXISTS df (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 _KEYS = ("label", "deletion", "texts", "length_sum")
-PAYLOAD_FIELDS = ("bm25_terms", "bm25_tfs", "bm25_length")  # a text's first point: what rescoring reads
+FIRST_SLOT = "bm25"
+
+
+def stats_name(slot: str) -> str:
+    """The statistics file of a BM25 slot."""
+    return STATS_NAME if slot == FIRST_SLOT else f"{slot}_stats.db"
+
+
+def payload_fields(slot: str) -> tuple[str, str, str]:
+    """What a text's first point carries for rescoring in `slot`: its terms, their counts, its length."""
+    return f"{slot}_terms", f"{slot}_tfs", f"{slot}_length"
+
+
+def members_field(slot: str) -> str:
+    """The payload field listing the passages of a text (its window) in `slot`."""
+    return f"{slot}_members"
 
 
 class BM25Stats:
@@ -142,10 +162,24 @@ class BM25Stats:
             raise
 
 
-def text_payload(tokens: Sequence[str]) -> dict[str, Any]:
-    """What a text's first point carries for exact rescoring: its tokens' counts and its length."""
+def token_index(token: str) -> int:
+    """The sparse index of a token (CRC-32: stable across processes and versions)."""
+    return zlib.crc32(token.encode("utf-8"))
+
+
+def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tuple[list[int], list[float]]:
+    """(indices, weights) of a passage's BM25 sparse vector, the lucene term part per token."""
+    counts = Counter(token_index(t) for t in tokens)
+    norm = k1 * (1.0 - b + b * len(tokens) / max(avgdl, 1e-9))
+    indices = sorted(counts)
+    return indices, [counts[i] / (counts[i] + norm) for i in indices]
+
+
+def text_payload(tokens: Sequence[str], slot: str = FIRST_SLOT) -> dict[str, Any]:
+    """What a text's first point carries for exact rescoring in `slot`: its tokens' counts and length."""
     counts = Counter(tokens)
-    return {"bm25_terms": list(counts), "bm25_tfs": list(counts.values()), "bm25_length": len(tokens)}
+    terms, tfs, length = payload_fields(slot)
+    return {terms: list(counts), tfs: list(counts.values()), length: len(tokens)}
 
 
 def idf(n: int, df: int) -> float:
@@ -161,15 +195,18 @@ def rescore(
     df: dict[str, int],
     k1: float,
     b: float,
+    slot: str = FIRST_SLOT,
 ) -> np.ndarray:
-    """The exact lucene BM25 score of each candidate text (its payload) for the tokenized query,
-    computed with `IncrementalBM25.search`'s float32 steps in its order, so equal texts tie exactly."""
+    """The exact lucene BM25 score of each candidate text (its payload in `slot`) for the tokenized
+    query, computed with `IncrementalBM25.search`'s float32 steps in its order, so equal texts tie
+    exactly."""
     scores = np.zeros(len(payloads), dtype=np.float64)
     if n <= 0 or not payloads:
         return scores.astype(np.float32)
     average = length_sum / n
-    lengths = np.asarray([p.get("bm25_length", 0) for p in payloads], dtype=np.float32)
-    tables = [dict(zip(p.get("bm25_terms", []), p.get("bm25_tfs", []), strict=True)) for p in payloads]
+    terms_field, tfs_field, length_field = payload_fields(slot)
+    lengths = np.asarray([p.get(length_field, 0) for p in payloads], dtype=np.float32)
+    tables = [dict(zip(p.get(terms_field, []), p.get(tfs_field, []), strict=True)) for p in payloads]
     for token, repeats in Counter(query).items():
         rows = [i for i, table in enumerate(tables) if token in table]
         if not rows or df.get(token, 0) <= 0:

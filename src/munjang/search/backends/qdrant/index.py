@@ -1,7 +1,8 @@
 """A collection's points in Qdrant, kept in step with its SQLite store, and the searches they answer.
 
 One point per passage, its id the passage's label: named vectors `dense` (the embedding), `bm25`
-(the passage's Kiwi tokens as a sparse vector) and, with a sparse model, `splade` (`qdrant_sparse.py`),
+(the passage's Kiwi tokens as a sparse vector; after a re-analysis another BM25 slot, `slots.py`)
+and, with a sparse model, `splade` (`qdrant_sparse.py`),
 with a multi-vector model `colbert` (`qdrant_tokens.py`),
 and the payload `id`, `chunk`, `start`, `end`,
 `text`, `metadata`. A writer pushes what the store changed since the watermark Qdrant holds (in the
@@ -20,8 +21,8 @@ mean they were made at, which bounds how far past k the candidates must reach.
 from __future__ import annotations
 
 import json
+import math
 import threading
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,8 +33,21 @@ import numpy as np
 from ...._util.extras import require
 from ...followers.dense import label_problems
 from ..base import Filter, Queries, TopK, Watermark, ranked_rows
-from .bm25 import PAYLOAD_FIELDS, BM25Stats, complete, growth_bound, rescore, text_payload
+from .bm25 import (
+    FIRST_SLOT,
+    BM25Stats,
+    bm25_weights,
+    complete,
+    growth_bound,
+    members_field,
+    payload_fields,
+    rescore,
+    stats_name,
+    text_payload,
+    token_index,
+)
 from .filters import compile_native, filter_payload, merge_kinds, retrieve_filtered
+from .slots import SLOT_KEY, drop_slot, slot_low
 from .sparse import sparse_config, sparse_points
 from .tokens import token_points, tokens_config
 
@@ -44,32 +58,21 @@ MAX_EF = 1000
 REWEIGHT_DRIFT = 0.2  # stored weights are rewritten once today's mean length is this far from theirs
 
 
-def token_index(token: str) -> int:
-    """The sparse index of a token (CRC-32: stable across processes and versions)."""
-    return zlib.crc32(token.encode("utf-8"))
-
-
-def bm25_weights(tokens: Sequence[str], k1: float, b: float, avgdl: float) -> tuple[list[int], list[float]]:
-    """(indices, weights) of a passage's BM25 sparse vector, the lucene term part per token."""
-    counts = Counter(token_index(t) for t in tokens)
-    norm = k1 * (1.0 - b + b * len(tokens) / max(avgdl, 1e-9))
-    indices = sorted(counts)
-    return indices, [counts[i] / (counts[i] + norm) for i in indices]
-
-
 class QdrantPoints:
     """The Qdrant collection of one munjang collection: its watermark, the push, and the reads."""
 
     def __init__(
-        self, client: Any, name: str, config: dict[str, Any], writer: bool, local: bool, stats: Path
+        self, client: Any, name: str, config: dict[str, Any], writer: bool, local: bool, folder: Path
     ) -> None:
         self.models = require("qdrant_client.models")
         self.client, self.name, self.config, self.writer = client, name, config, writer
-        self.stats = BM25Stats(stats, writer)
+        self.folder = folder  # where the BM25 statistics files are, one per slot
+        self.slot = str(config.get(SLOT_KEY) or FIRST_SLOT)  # the BM25 slot searches use
+        self._stats: dict[str, BM25Stats] = {}
         self.local = local  # the embedded engine: always exact, takes no search parameters
         lexical = config.get("lexical") or {}
         self.k1, self.b = float(lexical.get("k1", 1.5)), float(lexical.get("b", 0.75))
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self.state = self._read_state()
 
     @staticmethod
@@ -98,6 +101,63 @@ class QdrantPoints:
         metadata = self.client.get_collection(self.name).config.metadata or {}
         return dict(metadata.get("munjang") or _state(Watermark(), 0, 0))
 
+    def write_state(self, state: dict[str, Any]) -> None:
+        """Record `state` in the Qdrant collection's metadata (one write) and hold it."""
+        self.client.update_collection(self.name, metadata={"munjang": state})
+        self.state = state
+
+    def stats_of(self, slot: str) -> BM25Stats:
+        """The statistics of a BM25 slot (opened on first need)."""
+        found = self._stats.get(slot)
+        if found is None:
+            found = self._stats[slot] = BM25Stats(self.folder / stats_name(slot), self.writer)
+        return found
+
+    @property
+    def stats(self) -> BM25Stats:
+        """The statistics of the slot searches use."""
+        return self.stats_of(self.slot)
+
+    def forget_stats(self, slot: str) -> None:
+        """Close a slot's statistics (its file is about to go)."""
+        found = self._stats.pop(slot, None)
+        if found is not None:
+            found.close()
+
+    def adopt(self, store: QdrantRecords) -> None:
+        """Make the slot the store names (`self.slot`) the state's, after a re-analysis switched to
+        it: its statistics and the mean length its weights were made at (announced before the
+        switch), its weights made again if that mean has drifted, the old slot dropped."""
+        old = str(self.state.get("slot", FIRST_SLOT))
+        pending = self.state.get("pending") or {}
+        totals = self.stats.totals()
+        state = {
+            **self.state,
+            **_state(self.watermark, totals["length_sum"], totals["texts"]),
+            "slot": self.slot,
+            "avgdl_low": pending.get("avgdl_low"),
+            "avgdl_high": pending.get("avgdl_high"),
+            "pending": None,
+        }
+        if pending.get("slot") != self.slot or _drifted(state):
+            state.update(self.reweight(store, Watermark(totals["label"], totals["deletion"])))
+        if old != self.slot:  # before the state names the new slot: a kill here drops it again
+            drop_slot(self, old)
+        self.write_state(state)
+
+    def _follow_slot(self, store: QdrantRecords) -> None:
+        """Take the BM25 slot the store names (a re-analysis switched it, here or in another process);
+        a writer finishes a switch whose last step, in Qdrant, was interrupted."""
+        slot = str(store.meta_value(SLOT_KEY) or FIRST_SLOT)
+        if slot == self.slot and (not self.writer or self.state.get("slot", FIRST_SLOT) == slot):
+            return
+        if slot != self.slot:
+            self.forget_stats(self.slot)  # a dropped slot's file: not held open
+        self.slot = slot
+        self.state = self._read_state()
+        if self.writer and self.state.get("slot", FIRST_SLOT) != slot:
+            self.adopt(store)
+
     @property
     def watermark(self) -> Watermark:
         return Watermark(int(self.state["label"]), int(self.state["deletion"]))
@@ -106,7 +166,8 @@ class QdrantPoints:
         """A writer pushes what the store changed since the watermark (and the metadata its log
         says was changed in place, which no watermark shows); a reader re-reads the watermark.
         True when Qdrant moved on."""
-        with self._lock:
+        with self.lock:
+            self._follow_slot(store)
             before = self.watermark
             if not self.writer:
                 self.state = self._read_state()
@@ -119,7 +180,7 @@ class QdrantPoints:
             with store.snapshot():
                 now = store.watermark()
                 if stale:  # points made before the exact statistics: all of them again, once
-                    self._reweight(store, now, rebuild=before.label)
+                    self.reweight(store, now, rebuild=before.label)
                 counted = self.stats.watermark
                 push = _Push(counted.label)
                 push.kinds = dict(self.state.get("key_kinds") or {})
@@ -152,10 +213,11 @@ class QdrantPoints:
                 }
                 if self.state.get("filters"):
                     state.update({"filters": 1, "key_kinds": push.kinds})
+                if self.slot != FIRST_SLOT:
+                    state["slot"] = self.slot
                 if _drifted(state):
-                    state = {**state, **self._reweight(store, now)}
-            self.client.update_collection(self.name, metadata={"munjang": state})
-            self.state = state
+                    state = {**state, **self.reweight(store, now)}
+            self.write_state(state)
             if moved:
                 store.prune_metadata_log(logged)  # Qdrant holds these now: the log keeps only its mark
             return True
@@ -186,14 +248,14 @@ class QdrantPoints:
             uncounted = set(store.deletions_after(counted.deletion).tolist())
             wanted = [int(x) for x in removed if int(x) in uncounted and int(x) <= counted.label]
             gone: list[tuple[list[str], int]] = []
-            fields = ["bm25_terms", "bm25_length"]
+            terms, _, length = payload_fields(self.slot)
             for start in range(0, len(wanted), 1000):
                 for point in self.client.retrieve(
-                    self.name, ids=wanted[start : start + 1000], with_payload=fields
+                    self.name, ids=wanted[start : start + 1000], with_payload=[terms, length]
                 ):
                     payload = point.payload or {}
-                    if "bm25_terms" in payload:
-                        gone.append((payload["bm25_terms"], int(payload["bm25_length"])))
+                    if terms in payload:
+                        gone.append((payload[terms], int(payload[length])))
             self.stats.apply([], gone, Watermark(counted.label, store.watermark().deletion))
         self.client.delete(self.name, self.models.PointIdsList(points=[int(x) for x in removed]), wait=True)
 
@@ -214,8 +276,9 @@ class QdrantPoints:
                 keys.append(key)
                 groups.append([label])
         continued = push.open is not None
+        members = members_field(self.slot)
         if continued:  # the last group of the previous batch went on: its first point learns of it
-            self.client.set_payload(self.name, {"bm25_members": groups[0]}, points=[groups[0][0]], wait=True)
+            self.client.set_payload(self.name, {members: groups[0]}, points=[groups[0][0]], wait=True)
         fresh = groups[1:] if continued else groups
         push.added += [tokens.get(g[0], []) for g in fresh if g[0] > push.counted]
         avgdl = push.avgdl(self.stats)
@@ -242,14 +305,14 @@ class QdrantPoints:
             }  # fmt: skip
             if label in first:
                 indices, weights = bm25_weights(tokens.get(label, []), self.k1, self.b, avgdl)
-                named["bm25"] = models.SparseVector(indices=indices, values=weights)
-                payload["bm25_members"] = first[label]
-                payload.update(text_payload(tokens.get(label, [])))
+                named[self.slot] = models.SparseVector(indices=indices, values=weights)
+                payload[members] = first[label]
+                payload.update(text_payload(tokens.get(label, []), self.slot))
             points.append(models.PointStruct(id=label, vector=named, payload=payload))
         self.client.upsert(self.name, points=points, wait=True)
         push.open = (keys[-1], groups[-1])
 
-    def _reweight(self, store: Any, now: Watermark, rebuild: int = 0) -> dict[str, Any]:
+    def reweight(self, store: Any, now: Watermark, rebuild: int = 0) -> dict[str, Any]:
         """Every BM25 vector again at today's mean length (once the mean its weights were made at
         has drifted REWEIGHT_DRIFT from it). `rebuild` (the label Qdrant holds points up to): also
         the statistics and each of those points' payload, from the store (points pushed before
@@ -273,13 +336,13 @@ class QdrantPoints:
             batch = []
             for label, toks in part:
                 indices, weights = bm25_weights(toks, self.k1, self.b, avgdl)
-                vector = {"bm25": models.SparseVector(indices=indices, values=weights)}
+                vector = {self.slot: models.SparseVector(indices=indices, values=weights)}
                 batch.append(models.PointVectors(id=label, vector=vector))
             self.client.update_vectors(self.name, points=batch, wait=True)
             if rebuild:
                 operations = [
                     models.SetPayloadOperation(
-                        set_payload=models.SetPayload(payload=text_payload(t), points=[label])
+                        set_payload=models.SetPayload(payload=text_payload(t, self.slot), points=[label])
                     )
                     for label, t in part
                 ]
@@ -453,8 +516,9 @@ class QdrantDense:
 
 
 class QdrantLexical:
-    """BM25 candidates by Qdrant's sparse query on the `bm25` vector (IDF modifier), scored
-    exactly here (`qdrant_bm25.py`); kept current by the same push as the dense vectors."""
+    """BM25 candidates by Qdrant's sparse query on the `bm25` vector (IDF modifier; the slot the
+    store names, `slots.py`), scored exactly here (`qdrant_bm25.py`); kept current by the same push
+    as the dense vectors."""
 
     incremental = True
 
@@ -478,9 +542,17 @@ class QdrantLexical:
 
     def retrieve(self, store: Any, queries: Queries, k: int, filter: Filter | None) -> TopK:
         """Caught up, the top-k per tokenized query, filtered in Qdrant: by the filter compiled for
-        it where that keeps its meaning, else by the labels it allows."""
+        it where that keeps its meaning, else by the labels it allows. A search whose slot a
+        re-analysis dropped while it ran is made again on the slot that replaced it."""
         self.sync(store)
-        return retrieve_filtered(self, queries, k, filter)
+        slot = self.points.slot
+        try:
+            return retrieve_filtered(self, queries, k, filter)
+        except Exception:
+            self.sync(store)
+            if self.points.slot == slot:
+                raise
+            return retrieve_filtered(self, queries, k, filter)
 
     def stored(self, store: Any, labels: Sequence[int]) -> list[list[str]]:
         found = store.tokens_of(list(labels))
@@ -500,7 +572,8 @@ class QdrantLexical:
         flt, permitted = None, None
         if allowed is not None:
             models = self.points.models
-            condition = models.FieldCondition(key="bm25_members", match=models.MatchAny(any=allowed.tolist()))
+            members = members_field(self.points.slot)
+            condition = models.FieldCondition(key=members, match=models.MatchAny(any=allowed.tolist()))
             flt, permitted = models.Filter(must=[condition]), set(allowed.tolist())
         return self._search(queries, k, flt, permitted)
 
@@ -518,13 +591,17 @@ class QdrantLexical:
         self, queries: Sequence[Sequence[str]], k: int, flt: Any, permitted: set[int] | None
     ) -> list[list[tuple[int, float]]]:
         points = self.points
-        exact_ready = bool(points.state.get("exact")) and points.stats.exists
+        slot, state = points.slot, points.state
+        stats = points.stats_of(slot)
+        exact_ready = bool(state.get("exact")) and stats.exists
         models = points.models
+        members = members_field(slot)
         n, length_sum, bound = 1, 0, 1.0  # not written by this version yet: Qdrant's scores
         df: dict[str, int] = {}
         if exact_ready:
-            n, length_sum, df = points.stats.read(t for query in queries for t in query)
-            bound = growth_bound(length_sum / max(n, 1), points.state.get("avgdl_low"))
+            n, length_sum, df = stats.read(t for query in queries for t in query)
+            low = slot_low(state, slot)  # None: the slot is not the state's (mid-switch): fetch all
+            bound = math.inf if low is None else growth_bound(length_sum / max(n, 1), low)
         out: list[list[tuple[int, float]]] = []
         for tokens in queries:
             counts = Counter(token_index(t) for t in tokens)
@@ -538,15 +615,15 @@ class QdrantLexical:
                 found = [
                     p
                     for p in points.client.query_points(
-                        points.name, query=query, using="bm25", limit=limit, query_filter=flt,
-                        with_payload=["bm25_members", *PAYLOAD_FIELDS],
+                        points.name, query=query, using=slot, limit=limit, query_filter=flt,
+                        with_payload=[members, *payload_fields(slot)],
                     ).points
                     if p.score > 0
                 ]  # fmt: skip
                 exact = np.asarray([p.score for p in found], dtype=np.float32)
                 if exact_ready:
                     payloads = [p.payload or {} for p in found]
-                    exact = rescore(tokens, payloads, n, length_sum, df, points.k1, points.b)
+                    exact = rescore(tokens, payloads, n, length_sum, df, points.k1, points.b, slot)
                 fetched_all = len(found) < limit
                 if complete([p.score for p in found], exact[exact > 0], k, fetched_all, bound):
                     break
@@ -559,7 +636,7 @@ class QdrantLexical:
             hits = [
                 (int(member), -negative)
                 for negative, _, p in ranked
-                for member in (p.payload or {}).get("bm25_members", [p.id])
+                for member in (p.payload or {}).get(members, [p.id])
                 if permitted is None or member in permitted
             ]
             out.append(hits[:k])
