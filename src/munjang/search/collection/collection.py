@@ -238,9 +238,9 @@ class Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
-        (for readers beside a long write, such as the server's). A folder's name may be an alias
-        (`aliases.py`): the collection it points at now is opened."""
-        place = open_backend(folder if backend is not None else resolve_alias(Path(folder)), backend)
+        (for readers beside a long write, such as the server's). The name may be an alias
+        (`aliases.py`), of its folder or database: the collection it points at now is opened."""
+        place = open_backend(resolve_alias(folder, backend), backend)
         readonly = readonly or not place.writable()
         store = place.open_store(readonly)
         try:
