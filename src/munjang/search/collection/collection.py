@@ -292,7 +292,9 @@ class Collection:
         """Write a snapshot of the collection to the file `path` (docs/snapshots.md): the passages,
         metadata, BM25 tokens and vectors of every commit made before it began, none of a later one,
         while writers go on; the file appears whole or not at all. Returns its manifest."""
-        return export_snapshot(self.store, self.backend.kind, self.location, path, show_progress_bar)
+        return export_snapshot(
+            self.store, self.backend.kind, self.location, path, show_progress_bar, self.images
+        )
 
     def reindex(
         self,
