@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 
 from munjang.search import CollectionError, CollectionNotFoundError
 from munjang.search.collection.aliases import aliases_of, read_aliases, remove_alias, set_alias
-from munjang.search.collection.collection import Collection
 from munjang.server import ServerSettings, create_app
 from tests.helpers.cli import run_cli
 from tests.helpers.collection_backends import Backend, fresh_database, qdrant_url
@@ -44,9 +43,7 @@ def _make(place: Backend, name: str, encoder: Any, texts: list[str]) -> None:
         col.add([f"d{i}" for i in range(len(texts))], texts)
 
 
-def test_an_alias_is_set_switched_and_removed_and_every_open_follows_it(
-    place: Backend, encoder: Any
-) -> None:
+def test_an_alias_is_set_switched_and_removed_and_every_open_follows_it(place: Backend, encoder: Any) -> None:
     _make(place, "v1", encoder, ["고양이가 잔다", "시장이 열렸다"])
     _make(place, "v2", encoder, ["고양이가 잔다", "시장이 열렸다", "강아지가 뛴다"])
     where, v1, v2, prod = _where(place), _name(place, "v1"), _name(place, "v2"), _name(place, "prod")
@@ -148,12 +145,14 @@ def test_the_server_resolves_an_alias_of_its_database(encoder: Any, postgres_url
         response = client.put("/v1/aliases/prod", json={"collection": "v1"}, headers=key)
         assert response.status_code == 200 and response.json()["previous"] is None, response.text
         assert client.get("/v1/collections/prod", headers=key).json()["documents"] == 1
-        assert client.put("/v1/aliases/prod", json={"collection": "v2"}, headers=key).json()["previous"] == "v1"
+        switched = client.put("/v1/aliases/prod", json={"collection": "v2"}, headers=key)
+        assert switched.json()["previous"] == "v1"
         search = {"query": "강아지가", "mode": "lexical"}
         hits = client.post("/v1/collections/prod/search", json=search, headers=key).json()
         assert [h["id"] for h in hits["data"]] == ["d1"]
         assert read_aliases(db) == {"prod": "v2"}  # kept in the database, not in a folder
-        assert client.get("/v1/aliases", headers=key).json()["data"] == [{"alias": "prod", "collection": "v2"}]
+        listed = client.get("/v1/aliases", headers=key).json()["data"]
+        assert listed == [{"alias": "prod", "collection": "v2"}]
         assert client.put("/v1/aliases/v1", json={"collection": "v2"}, headers=key).status_code == 409
         json_key = {**key, "Content-Type": "application/json"}
         assert client.delete("/v1/aliases/prod", headers=json_key).status_code == 200

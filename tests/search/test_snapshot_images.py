@@ -132,9 +132,11 @@ def test_an_image_missing_from_the_folder_is_named_and_the_rest_exported(
     folder, _ = image_collection(tmp_path / "pics-col", clip_encoder, count=3)
     lost = sorted((folder / "images").iterdir())[0]
     lost.unlink()
-    with Collection.open(folder, encoder=clip_encoder, readonly=True) as col:
-        with pytest.warns(UserWarning, match="1 image files"):
-            manifest = col.export(tmp_path / "pics.snapshot")
+    with (
+        Collection.open(folder, encoder=clip_encoder, readonly=True) as col,
+        pytest.warns(UserWarning, match="1 image files"),
+    ):
+        manifest = col.export(tmp_path / "pics.snapshot")
     assert manifest["images_missing"] == [lost.name]
     assert sorted(i["name"] for i in manifest["images"]) == [
         f"images/{p.name}" for p in sorted((folder / "images").iterdir())
