@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...._util.atomic import atomic_write
 from ..base import CollectionError, CollectionNotFoundError, check_alias_names
@@ -89,3 +90,9 @@ class FolderAliases:
         if (self.root / name).exists():
             return name
         return self.read().get(name, name)
+
+
+if TYPE_CHECKING:
+    from ..base import Aliases
+
+    _CONTRACT: type[Aliases] = FolderAliases  # mypy checks the class against the contract

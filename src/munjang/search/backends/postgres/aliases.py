@@ -9,7 +9,7 @@ table is made by the first alias set; a database without it has no aliases.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import CollectionError, CollectionNotFoundError, check_alias_names
 from .connect import connect, redact
@@ -96,3 +96,9 @@ class PostgresAliases:
         finally:
             conn.close()
         return name if row is None else str(row[0])
+
+
+if TYPE_CHECKING:
+    from ..base import Aliases
+
+    _CONTRACT: type[Aliases] = PostgresAliases  # mypy checks the class against the contract
