@@ -3,13 +3,18 @@ arrives) and the snapshot routes (take, list, download, restore as a served coll
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 
 from munjang.server import ServerSettings, create_app
-from tests.helpers.server import LOCAL
+from tests.helpers.server import LOCAL, live_server
 
 KEY = {"Authorization": "Bearer k"}
 
@@ -155,3 +160,33 @@ def test_a_bad_or_oversized_upload_is_refused_and_nothing_is_made(encoder: Any, 
         assert response.status_code == 413
         assert not (tmp_path / "v3").exists()
         assert not list((tmp_path / ".snapshots" / ".uploads").iterdir())
+
+
+def test_a_second_restore_into_the_same_name_waits_its_turn(encoder: Any, tmp_path: Path) -> None:
+    """One restore at a time per collection: while an upload into `v2` is still arriving, another
+    is refused with 409 snapshot_busy; the first then completes."""
+    settings = ServerSettings(models={"mini": encoder}, api_key="k", collections_dir=tmp_path)
+    app = create_app(settings)
+    with TestClient(app, base_url=LOCAL) as client:
+        _create(client, "v1", ["고양이가 잔다", "강아지가 뛴다"])
+        _, archive = _snapshot_bytes(client, tmp_path, "v1")
+    release = threading.Event()
+
+    def slow_body() -> Iterator[bytes]:
+        yield archive[:4096]
+        release.wait(timeout=60)
+        yield archive[4096:]
+
+    uploads = tmp_path / ".snapshots" / ".uploads"
+    with live_server(app) as url, httpx.Client(base_url=url, headers=TAR, timeout=60) as http:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(http.post, "/v1/collections/v2/restore", content=slow_body())
+            deadline = time.monotonic() + 30
+            while not (uploads.is_dir() and any(uploads.iterdir())):  # the first holds the name
+                assert time.monotonic() < deadline and not first.done()
+                time.sleep(0.01)
+            second = http.post("/v1/collections/v2/restore", content=archive)
+            release.set()
+            assert second.status_code == 409 and second.json()["error"]["code"] == "snapshot_busy"
+            assert first.result().status_code == 201, first.result().text
+        assert http.get("/v1/collections/v2").json()["documents"] == 2
