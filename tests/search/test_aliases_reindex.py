@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from munjang.search import CollectionError
+from munjang.search.backends.folder.aliases import FILE
 from munjang.search.collection import reindex as reindex_module
-from munjang.search.collection.aliases import FILE, read_aliases, remove_alias, set_alias
+from munjang.search.collection.aliases import read_aliases, remove_alias, set_alias
 from munjang.search.collection.collection import Collection
 from tests.helpers.cli import run_cli
 

@@ -12,14 +12,17 @@ import pytest
 
 from munjang.search.backends.base import (
     RETRIEVER_KINDS,
+    Aliases,
     Backend,
     DenseSearch,
     LexicalSearch,
     Retriever,
     Store,
 )
+from munjang.search.backends.folder.aliases import FolderAliases
 from munjang.search.backends.folder.backend import FolderBackend
 from munjang.search.backends.folder.sqlite_store import DocumentStore
+from munjang.search.backends.postgres.aliases import PostgresAliases
 from munjang.search.backends.postgres.backend import PostgresBackend
 from munjang.search.backends.postgres.dense import PostgresDense
 from munjang.search.backends.postgres.lexical import PostgresLexical
@@ -55,6 +58,7 @@ def parameters(fn: object) -> list[str]:
     [
         (Store, [DocumentStore, PostgresStore]),
         (Backend, [FolderBackend, PostgresBackend, QdrantBackend]),
+        (Aliases, [FolderAliases, PostgresAliases]),
         (DenseSearch, [DenseIndex, PostgresDense, QdrantDense]),
         (LexicalSearch, [LexicalIndex, PostgresLexical, QdrantLexical]),
         (Retriever, [LiveSparseIndex, PostgresSparse, QdrantSparse, LiveTokenIndex, QdrantTokens]),

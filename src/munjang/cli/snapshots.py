@@ -3,7 +3,7 @@
 munjang index export NAME FILE [--backend URL]          a snapshot file (docs/snapshots.md)
 munjang index import FILE TARGET [--backend URL]        restore it (any backend), no encoding
 munjang index reindex SRC DST --model M [--chunk-tokens N]   rebuild from the stored texts
-munjang index alias set NAME TARGET | list FOLDER | remove NAME
+munjang index alias set NAME TARGET | list FOLDER | remove NAME   [--backend URL]
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from .index import BackendOption, FolderArgument, _where
 from .options import BatchOption, DeviceOption, ModelOption
 
 app = typer.Typer()
-alias_app = typer.Typer(help="Aliases: names in a collections folder that point at one of its collections.")
+alias_app = typer.Typer(
+    help="Aliases: names in a collections folder or database that point at one of its collections."
+)
 app.add_typer(alias_app, name="alias")
 
 
@@ -79,36 +81,62 @@ def reindex(
     typer.echo(f"reindexed {info['documents']} documents into {info['folder']} ({info['model']})")
 
 
+def _place(name: Path, backend: str | None) -> tuple[str | Path, str]:
+    """Where the alias `name` is kept (its folder, or the database at `backend`) and its plain name."""
+    if backend is None:
+        return name.parent, name.name
+    if len(name.parts) != 1:
+        raise ValueError(f"{name}: with --backend an alias is one plain name in that database")
+    return backend, str(name)
+
+
 @alias_app.command("set")
 def alias_set(
-    name: Annotated[Path, typer.Argument(help="The alias, in a collections folder (FOLDER/NAME).")],
-    target: Annotated[str, typer.Argument(help="The collection it points at, in the same folder.")],
+    name: Annotated[
+        Path, typer.Argument(help="The alias: FOLDER/NAME in a collections folder (with --backend: NAME).")
+    ],
+    target: Annotated[str, typer.Argument(help="The collection it points at, in the same place.")],
+    backend: BackendOption = None,
 ) -> None:
     """Point an alias at a collection, atomically (readers opened before keep theirs)."""
     from ..search.collection.aliases import set_alias
 
-    where = Path(target)
-    if where.parent not in (Path("."), name.parent):
-        raise ValueError(f"{target}: an alias points at a collection in its own folder ({name.parent})")
-    before = set_alias(name.parent, name.name, where.name)
+    where, alias = _place(name, backend)
+    collection = Path(target)
+    if collection.parent not in {Path("."), Path(where)}:
+        raise ValueError(f"{target}: an alias points at a collection in its own place ({where})")
+    before = set_alias(where, alias, collection.name)
     moved = f" (was {before})" if before else ""
-    typer.echo(f"{name} -> {name.parent / where.name}{moved}")
+    shown = name.parent / collection.name if backend is None else collection.name
+    typer.echo(f"{name} -> {shown}{moved}")
 
 
 @alias_app.command("list")
-def alias_list(folder: Annotated[Path, typer.Argument(help="A collections folder.")]) -> None:
-    """The aliases of a collections folder."""
+def alias_list(
+    folder: Annotated[
+        Path | None, typer.Argument(help="A collections folder (none with --backend: that database's).")
+    ] = None,
+    backend: BackendOption = None,
+) -> None:
+    """The aliases of a collections folder or database."""
     from ..search.collection.aliases import read_aliases
 
-    for alias, target in sorted(read_aliases(folder).items()):
+    place = backend if backend is not None else folder
+    if place is None or (folder is not None and backend is not None):
+        raise ValueError("name a collections folder, or a database with --backend (one of the two)")
+    for alias, target in sorted(read_aliases(place).items()):
         typer.echo(f"{alias}\t{target}")
 
 
 @alias_app.command("remove")
-def alias_remove(name: Annotated[Path, typer.Argument(help="The alias (FOLDER/NAME).")]) -> None:
+def alias_remove(
+    name: Annotated[Path, typer.Argument(help="The alias (FOLDER/NAME; with --backend: NAME).")],
+    backend: BackendOption = None,
+) -> None:
     """Remove an alias (the collection is kept)."""
     from ..search.collection.aliases import remove_alias
 
-    if not remove_alias(name.parent, name.name):
+    where, alias = _place(name, backend)
+    if not remove_alias(where, alias):
         raise ValueError(f"{name}: no such alias")
     typer.echo(f"removed {name}")

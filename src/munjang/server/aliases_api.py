@@ -1,8 +1,9 @@
-"""Aliases over HTTP, for the collections folder (`search/collection/aliases.py`):
+"""Aliases over HTTP, for the server's collections folder and database (`search/collection/aliases.py`):
 
     GET    /v1/aliases          {"data": [{"alias", "collection"}]}
-    PUT    /v1/aliases/{alias}  {"collection": NAME}: point it at a served collection of the folder,
-                                 atomically (the requests already running finish where they began)
+    PUT    /v1/aliases/{alias}  {"collection": NAME}: point it at a served collection of the folder
+                                 or database, atomically (the requests already running finish where
+                                 they began); the alias is kept where that collection lives
     DELETE /v1/aliases/{alias}  remove it (404 when there is none)
 
 Admin routes: they change what every client's name means. Key-protected like every /v1 route.
@@ -29,20 +30,47 @@ class AliasRequest(BaseModel):
     collection: StrictStr
 
 
-def alias_target(settings: ServerSettings, name: str) -> str | None:
-    """The collection the alias `name` points at now (None: no such alias, or no collections folder)."""
-    if settings.collections_dir is None or "/" in name or name.startswith("."):
-        return None
+def _places(settings: ServerSettings) -> list[Path | str]:
+    """Where this server keeps aliases: its collections folder, then its database."""
+    places: list[Path | str] = []
+    if settings.collections_dir is not None:
+        places.append(Path(settings.collections_dir))
+    if settings.collections_db is not None:
+        places.append(settings.collections_db)
+    return places
+
+
+def _read(place: Path | str) -> dict[str, str]:
     try:
-        return read_aliases(Path(settings.collections_dir)).get(name)
+        return read_aliases(place)
     except CollectionError as e:
         raise APIError(503, f"the aliases cannot be read: {e}") from e
 
 
-def _root(settings: ServerSettings) -> Path:
-    if settings.collections_dir is None:
-        raise APIError(400, "aliases need a collections folder (start the server with --collections-dir)")
-    return Path(settings.collections_dir)
+def alias_target(settings: ServerSettings, name: str) -> str | None:
+    """The collection the alias `name` points at now (None: no such alias, or no place for aliases)."""
+    if "/" in name or name.startswith("."):
+        return None
+    for place in _places(settings):
+        target = _read(place).get(name)
+        if target is not None:
+            return target
+    return None
+
+
+def _place_of(settings: ServerSettings, collection: Any) -> Path | str:
+    """The place of a served collection where its aliases are kept: the server's folder or database."""
+    location, backend = collection.where or (None, None)
+    if backend is not None and backend == settings.collections_db:
+        return backend
+    folder = settings.collections_dir
+    if backend is None and folder is not None and Path(location or "").parent == Path(folder):
+        return Path(folder)
+    raise APIError(
+        400,
+        "aliases point at collections of the server's --collections-dir or --collections-db",
+        "collection",
+    )
 
 
 def add_alias_routes(
@@ -53,19 +81,30 @@ def add_alias_routes(
     @router.get("/aliases")
     async def list_aliases() -> dict[str, Any]:
         """Every alias and the collection it points at."""
-        aliases = await asyncio.to_thread(read_aliases, _root(settings))
+        if not _places(settings):
+            raise APIError(
+                400, "aliases need a collections folder or database (--collections-dir, --collections-db)"
+            )
+        aliases: dict[str, str] = {}
+        for place in reversed(_places(settings)):  # the folder's win, as when they are resolved
+            aliases.update(await asyncio.to_thread(_read, place))
         return {"object": "list", "data": [{"alias": a, "collection": c} for a, c in sorted(aliases.items())]}
 
     @router.put("/aliases/{alias}", openapi_extra=body_schema(AliasRequest))
     async def put_alias(alias: str, request: Request) -> dict[str, Any]:
-        """Point `alias` at a collection; the switch is one file renamed into place."""
+        """Point `alias` at a collection; the switch is atomic where the collection lives."""
         parsed = parse(AliasRequest, await read_body(request, settings.max_body_bytes))
         if alias in served:
             raise APIError(409, f"{alias!r} is a collection: an alias cannot take its name", "alias")
         if parsed.collection not in served:
             raise APIError(404, f"collection {parsed.collection!r} is not served here", "collection")
+        place = _place_of(settings, served[parsed.collection])
+        for other in _places(settings):
+            if other != place and alias in await asyncio.to_thread(_read, other):
+                message = f"{alias!r} is an alias of another place of this server's: remove it there first"
+                raise APIError(409, message, "alias")
         try:
-            before = await asyncio.to_thread(set_alias, _root(settings), alias, parsed.collection)
+            before = await asyncio.to_thread(set_alias, place, alias, parsed.collection)
         except CollectionNotFoundError as e:
             raise APIError(404, str(e), "collection") from e
         except CollectionError as e:
@@ -75,6 +114,7 @@ def add_alias_routes(
     @router.delete("/aliases/{alias}")
     async def delete_alias(alias: str) -> dict[str, Any]:
         """Remove `alias` (the collection it pointed at is kept)."""
-        if not await asyncio.to_thread(remove_alias, _root(settings), alias):
-            raise APIError(404, f"no alias {alias!r}", "alias")
-        return {"alias": alias, "removed": True}
+        for place in _places(settings):
+            if await asyncio.to_thread(remove_alias, place, alias):
+                return {"alias": alias, "removed": True}
+        raise APIError(404, f"no alias {alias!r}", "alias")

@@ -3,9 +3,10 @@
 A web page the user happens to visit can make the browser send requests to `127.0.0.1:8000`. Three
 rules keep such a page from writing to, or reading from, a server that has no API key:
 
-- **Content-Type.** Every request with a body under `/v1/` must say `application/json`. A browser
-  sends a cross-site `application/json` POST only after a CORS preflight, which this server never
-  approves; `text/plain` or form bodies, which need no preflight, are refused with 415.
+- **Content-Type.** Every request with a body under `/v1/` must say `application/json` (the one
+  route taking a snapshot archive, `application/x-tar`, `ARCHIVE_ROUTE`). A browser sends a
+  cross-site request of either type only after a CORS preflight, which this server never approves;
+  `text/plain` or form bodies, which need no preflight, are refused with 415.
 - **Origin.** A request that carries an `Origin` (browsers add it to cross-origin requests and to
   every POST) is served only when that origin is the server itself (same host and port as the `Host`
   header) or is on the allow-list; else 403.
@@ -37,6 +38,9 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Headers the rules read: each must come once (a repeated one is refused with 400).
 SINGLE_HEADERS = frozenset({"host", "origin", "content-type"})
+# The route whose body is a snapshot archive (`snapshots_api.py`), not JSON.
+ARCHIVE_ROUTE = re.compile(r"/v1/collections/[^/]+/restore")
+ARCHIVE_TYPE = "application/x-tar"
 
 
 def is_loopback(host: str) -> bool:
@@ -121,9 +125,10 @@ class RequestGuard:
         path = scope.get("path", "")
         if scope.get("method", "GET") in BODY_METHODS and path.startswith("/v1/"):
             kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if kind != "application/json":
+            wanted = ARCHIVE_TYPE if ARCHIVE_ROUTE.fullmatch(path) else "application/json"
+            if kind != wanted:
                 shown = kind or "none"
-                return 415, f"Content-Type must be application/json, not {shown}", "unsupported_media_type"
+                return 415, f"Content-Type must be {wanted}, not {shown}", "unsupported_media_type"
         return None
 
     def _same_or_allowed(self, origin: str, host: str) -> bool:

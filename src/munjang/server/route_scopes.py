@@ -56,7 +56,10 @@ ROUTE_SCOPES: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/collections/{name}/snapshots"): Rule("admin", "name"),
     ("GET", "/v1/collections/{name}/snapshots"): Rule("admin", "name"),
     ("GET", "/v1/collections/{name}/snapshots/{file}"): Rule("admin", "name"),
+    ("DELETE", "/v1/collections/{name}/snapshots/{file}"): Rule("admin", "name"),
     ("POST", "/v1/collections/{name}/snapshots/{file}/restore"): Rule("admin", "name"),
+    # the uploaded archive becomes the collection {name}
+    ("POST", "/v1/collections/{name}/restore"): Rule("admin", "name"),
 }
 
 # MCP tool name -> rule (the collection named by the tool's `collection` argument)

@@ -52,7 +52,8 @@ class ServerSettings:
     `max_queued_compute` deep. `max_tokenize_tokens` bounds what
     /v1/tokenize returns; `max_collections` the collections served at once. `max_chars_per_add`:
     the most characters one request adds to a collection (its documents together, or an uploaded
-    file's text), refused with 413 before any is analysed or encoded.
+    file's text), refused with 413 before any is analysed or encoded. `max_snapshot_bytes`: a
+    snapshot taken, or an archive uploaded to restore, by the snapshot routes (`snapshots_api`).
     `model_processes`: run each model loaded from a folder in that many processes of its own
     (`munjang serve` does; 0 keeps it in this process), so request handling never holds the model
     up, and several batches run side by side; the cores (torch's thread count here) are shared
@@ -100,6 +101,7 @@ class ServerSettings:
     max_queued_compute: int = 32
     max_tokenize_tokens: int = 65_536
     max_collections: int = 100
+    max_snapshot_bytes: int = 64 << 30
     # Late-interaction (ColBERT) models for /v1/multi_vector_*, and the most numbers one answer holds.
     multi_vector_models: dict[str, MultiVectorEncoder | M3MultiVectorView] = field(default_factory=dict)
     max_multi_vector_values: int = 4_000_000

@@ -1,23 +1,32 @@
 """Snapshots over HTTP (docs/snapshots.md), kept in the collections folder's `.snapshots/NAME/`:
 
-    POST /v1/collections/{name}/snapshots                   take one (read at one commit while
-                                                             writes go on); 201 with its manifest
-    GET  /v1/collections/{name}/snapshots                   the collection's snapshots
-    GET  /v1/collections/{name}/snapshots/{file}            download one
-    POST /v1/collections/{name}/snapshots/{file}/restore    {"target": NEW_NAME}: restore it as a
-                                                             new served collection (no encoding)
+    POST   /v1/collections/{name}/snapshots                  take one (read at one commit while
+                                                              writes go on); 201 with its manifest
+    GET    /v1/collections/{name}/snapshots                  the collection's snapshots
+    GET    /v1/collections/{name}/snapshots/{file}           download one
+    DELETE /v1/collections/{name}/snapshots/{file}           delete one
+    POST   /v1/collections/{name}/snapshots/{file}/restore   {"target": NEW_NAME}: restore it as a
+                                                              new served collection (no encoding)
+    POST   /v1/collections/{name}/restore                    the body an archive (application/x-tar):
+                                                              restore it as the new collection {name}
 
 Admin routes (they read or make whole collections), key-protected like every /v1 route. Bounded:
-one snapshot or restore at a time per collection (409 `snapshot_busy`), at most
+one snapshot, deletion or restore at a time per collection (409 `snapshot_busy`), at most
 `MAX_SNAPSHOTS` kept per collection (409 `too_many_snapshots`: delete old files first), a snapshot
-larger than `MAX_SNAPSHOT_BYTES` is removed and refused (413). Each runs on a thread of its own, so
-the collection's searches and writes go on.
+or an uploaded archive larger than `settings.max_snapshot_bytes` is removed and refused (413; an
+upload as soon as its bytes pass the limit). An upload is streamed to a temporary file under
+`.snapshots/.uploads/`, checked whole (`SnapshotReader`) before anything is made, and removed at the
+end; a bad archive is a 400 `bad_snapshot`, and a restore that fails part-way drops what it made.
+Each runs on a thread of its own, so the collection's searches and writes go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 
 from ..search import CollectionError
 from ..search.collection.collection import Collection
+from ..search.collection.snapshot_format import SnapshotError
+from .body_file import receive_to_file
 from .collections_api import NAME, serve_existing
 from .errors import APIError
 from .served_collection import ServedCollection
@@ -35,12 +46,21 @@ from .settings import ServerSettings
 from .text_api import body_schema, parse
 
 FOLDER = ".snapshots"
+UPLOADS = ".uploads"  # in FOLDER: archives being received
 FILE = re.compile(r"[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.snapshot")
 MAX_SNAPSHOTS = 20
-MAX_SNAPSHOT_BYTES = 64 << 30
 
 
-def _info_and_close(col: Collection) -> dict[str, Any]:
+def _restore(path: Path, location: Path) -> dict[str, Any]:
+    """Import the snapshot `path` as the new folder collection `location`; its info. Whatever a
+    failed import made is dropped (the file is checked whole before anything is made)."""
+    try:
+        col = Collection.import_(path, location, show_progress_bar=False)
+    except BaseException:
+        if location.exists():  # made by this import: the route refuses a location already there
+            with contextlib.suppress(CollectionError):
+                Collection.drop(location)
+        raise
     try:
         return col.info()
     finally:
@@ -68,12 +88,38 @@ def add_snapshot_routes(
             )
         return found, Path(settings.collections_dir) / FOLDER / name
 
-    def claim(name: str) -> None:
-        if name in busy:
+    def claim(*names: str) -> None:
+        for name in names:
+            if name in busy:
+                message = f"a snapshot of {name!r} is already being taken, deleted or restored"
+                raise APIError(409, message, "name", "snapshot_busy")
+        busy.update(names)
+
+    def new_location(target: str, field: str) -> Path:
+        """The folder of the new collection `target`, refused when it cannot be made here."""
+        if settings.collections_dir is None:
             raise APIError(
-                409, f"a snapshot of {name!r} is already being taken or restored", "name", "snapshot_busy"
+                400, "restores need a collections folder (start the server with --collections-dir)"
             )
-        busy.add(name)
+        if not NAME.fullmatch(target):
+            raise APIError(400, f"{field!r} must be 1-64 letters, digits, '_', '-' or '.'", field)
+        location = Path(settings.collections_dir) / target
+        if target in served or location.exists():
+            raise APIError(409, f"collection {target!r} already exists", field, "already_exists")
+        if len(served) >= settings.max_collections:
+            raise APIError(400, f"this server serves {len(served)} collections, its limit", field)
+        return location
+
+    async def restore_as(path: Path, target: str, location: Path, field: str) -> dict[str, Any]:
+        """Restore the snapshot `path` as the served collection `target`; the route's answer."""
+        try:
+            info = await asyncio.to_thread(_restore, path, location)
+        except SnapshotError as e:
+            raise APIError(400, f"not a snapshot this server can restore: {e}", field, "bad_snapshot") from e
+        except CollectionError as e:
+            raise APIError(409, f"the restore into {target!r} failed: {e}", field) from e
+        served[target] = await asyncio.to_thread(serve_existing, location, settings.models, None)
+        return {"name": target, "documents": info["documents"], "passages": info["passages"]}
 
     @router.post("/collections/{name}/snapshots", status_code=201)
     async def take(name: str) -> dict[str, Any]:
@@ -102,9 +148,10 @@ def add_snapshot_routes(
             except CollectionError as e:
                 raise APIError(409, f"the snapshot of {name!r} failed: {e}", "name") from e
             size = path.stat().st_size
-            if size > MAX_SNAPSHOT_BYTES:
+            limit = settings.max_snapshot_bytes
+            if size > limit:
                 path.unlink()
-                raise APIError(413, f"the snapshot of {name!r} is {size} bytes, over {MAX_SNAPSHOT_BYTES}")
+                raise APIError(413, f"the snapshot of {name!r} is {size} bytes, over {limit}")
         finally:
             busy.discard(name)
         return {"name": name, "snapshot": path.name, "bytes": size, "counts": manifest["counts"]}
@@ -128,6 +175,17 @@ def add_snapshot_routes(
         """The snapshot file."""
         return FileResponse(snapshot_file(name, file), media_type="application/x-tar", filename=file)
 
+    @router.delete("/collections/{name}/snapshots/{file}")
+    async def delete(name: str, file: str) -> dict[str, Any]:
+        """Delete a snapshot file (not while one of the collection's snapshots is taken or restored)."""
+        path = snapshot_file(name, file)
+        claim(name)
+        try:
+            await asyncio.to_thread(path.unlink)
+        finally:
+            busy.discard(name)
+        return {"snapshot": file, "deleted": True}
+
     @router.post(
         "/collections/{name}/snapshots/{file}/restore",
         status_code=201,
@@ -137,23 +195,22 @@ def add_snapshot_routes(
         """Restore a snapshot as a new collection of the collections folder, served at once."""
         parsed = parse(RestoreRequest, await read_body(request, settings.max_body_bytes))
         path = snapshot_file(name, file)
-        target = parsed.target
-        if not NAME.fullmatch(target):
-            raise APIError(400, "'target' must be 1-64 letters, digits, '_', '-' or '.'", "target")
-        if target in served:
-            raise APIError(409, f"collection {target!r} already exists", "target", "already_exists")
-        if len(served) >= settings.max_collections:
-            raise APIError(400, f"this server serves {len(served)} collections, its limit", "target")
-        assert settings.collections_dir is not None
-        location = Path(settings.collections_dir) / target
-        claim(name)
+        location = new_location(parsed.target, "target")
+        claim(name, parsed.target)
         try:
-            try:
-                col = await asyncio.to_thread(Collection.import_, path, location, show_progress_bar=False)
-            except CollectionError as e:
-                raise APIError(409, f"the restore of {file!r} failed: {e}", "target") from e
-            info = await asyncio.to_thread(_info_and_close, col)
-            served[target] = await asyncio.to_thread(serve_existing, location, settings.models, None)
+            return await restore_as(path, parsed.target, location, "target")
         finally:
+            busy.difference_update((name, parsed.target))
+
+    @router.post("/collections/{name}/restore", status_code=201)
+    async def restore_upload(name: str, request: Request) -> dict[str, Any]:
+        """Restore the uploaded snapshot archive (the body) as the new collection `name`, served at once."""
+        location = new_location(name, "name")
+        claim(name)
+        upload = location.parent / FOLDER / UPLOADS / f"{name}.{os.getpid()}.{secrets.token_hex(4)}.partial"
+        try:
+            await receive_to_file(request, upload, settings.max_snapshot_bytes)
+            return await restore_as(upload, name, location, "name")
+        finally:
+            upload.unlink(missing_ok=True)
             busy.discard(name)
-        return {"name": target, "documents": info["documents"], "passages": info["passages"]}

@@ -1,6 +1,6 @@
 """The storage contract and its vocabulary: what a collection needs from where it lives.
 
-Five Protocols, each checked by mypy against every implementation (and by
+Six Protocols, each checked by mypy against every implementation (and by
 `tests/search/test_storage_contract.py`):
 - `Store`: documents (one row per passage), metadata, lexical tokens, the embedding cache and a
   deletion log, transactional; the source of truth every index is derived from;
@@ -10,11 +10,12 @@ Five Protocols, each checked by mypy against every implementation (and by
 - `DenseSearch` and `LexicalSearch`: the two retrievers every collection has, with what their
   life beside the store needs (catch-up, saves, a dense index searching apart on a second
   connection, BM25's saved files);
-- `Backend`: creates, opens, lists and drops collections in one place, holds the one-writer lock,
-  saves what the dense index keeps outside the store, tells its own errors from others, declares
-  the retriever kinds its collections can hold (`retrievers`, of RETRIEVER_KINDS) and hands each
-  out (`retriever(kind, ...)`): its own search, or an in-process index that replays the store
-  (`followers/`).
+- `Backend`: creates, opens, lists and drops collections in one place, hands out where their
+  `Aliases` are kept, holds the one-writer lock, saves what the dense index keeps outside the
+  store, tells its own errors from others, declares the retriever kinds its collections can hold
+  (`retrievers`, of RETRIEVER_KINDS) and hands each out (`retriever(kind, ...)`): its own
+  search, or an in-process index that replays the store (`followers/`);
+- `Aliases`: names in one place that point at one of its collections, switched atomically.
 
 A search's metadata filter reaches every retriever as one `Filter`, which carries its forms, each
 made on first need: SQL for the store's dialect (`where`: PostgreSQL filters inside its query),
@@ -390,6 +391,11 @@ class Backend(Protocol):
         """Whether `error` came from this backend's database driver (a server refused or went away)."""
         ...
 
+    @staticmethod
+    def aliases(where: Any) -> Aliases:
+        """Where the aliases of the collections in `where` (as for `names`) are kept (`aliases.py`)."""
+        ...
+
     def create(self, config: dict[str, Any]) -> None:
         """Make the empty collection with this configuration, completely or not at all; an error
         if it exists."""
@@ -447,6 +453,41 @@ class Backend(Protocol):
         nothing removed, while a writer holds its lock; anything that is not a munjang collection
         is refused, never removed. Call it with no `Store` of the collection open in this process."""
         ...
+
+
+class Aliases(Protocol):
+    """Where a place's aliases are kept: names that point at one of its collections (alias ->
+    collection name, plain names in that place: a folder of collections, a database, Qdrant's
+    records folder). Each backend hands out its own (`Backend.aliases`): a checksummed file renamed
+    into place (`folder/aliases.py`, for folders and Qdrant), rows changed in one transaction
+    (`postgres/aliases.py`). All switch atomically (a reader sees the old target or the new one),
+    refuse an alias of a collection's name, and let a collection made later win over an alias."""
+
+    def read(self) -> dict[str, str]:
+        """Every alias and the collection it points at now; {} where there are none."""
+        ...
+
+    def set(self, alias: str, target: str) -> str | None:
+        """Point `alias` at the collection `target`, atomically; the collection it pointed at before
+        (None: a new alias). `CollectionError` when `alias` is a collection's name,
+        `CollectionNotFoundError` when `target` is none."""
+        ...
+
+    def remove(self, alias: str) -> bool:
+        """Remove `alias` (its collection is kept); False where there was none."""
+        ...
+
+    def resolve(self, name: str) -> str:
+        """The collection `name` opens: itself when it is a collection or no alias, else the
+        collection the alias points at now."""
+        ...
+
+
+def check_alias_names(where: str, alias: str, target: str) -> None:
+    """Refuse an alias or target that is not one plain name (a path, a hidden name, empty)."""
+    for word in (alias, target):
+        if not word or "/" in word or word.startswith("."):
+            raise CollectionError(f"{word!r}: an alias and its target are names in {where}, not paths")
 
 
 def unsupported(backend: Backend, kind: str) -> CollectionError:

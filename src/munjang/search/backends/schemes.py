@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .base import Backend
+from .base import Aliases, Backend
 
 # URL scheme -> "module:class" under munjang.search.backends; imported on first use (drivers are optional).
 SCHEMES = {
@@ -54,6 +54,17 @@ def collection_names(where: str | os.PathLike[str]) -> list[str]:
     from .folder.backend import FolderBackend
 
     return FolderBackend.names(Path(where))
+
+
+def aliases_of(where: str | os.PathLike[str]) -> Aliases:
+    """Where the aliases of the collections in `where` are kept: a folder of collection folders,
+    or the database at a URL (as for `collection_names`)."""
+    if isinstance(where, str) and urlsplit(where).scheme in SCHEMES:
+        aliases: Aliases = _backend_class(urlsplit(where).scheme).aliases(where)
+        return aliases
+    from .folder.backend import FolderBackend
+
+    return FolderBackend.aliases(Path(where))
 
 
 def drop_collection(location: str | os.PathLike[str], backend: str | None = None) -> None:

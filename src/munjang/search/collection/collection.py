@@ -238,9 +238,9 @@ class Collection:
         """Open an existing collection (a folder, or with `backend` a name in that PostgreSQL
         database). The model loads on first need; `readonly` never writes. `background_refresh`
         rebuilds BM25 after a change on a background thread, searching the previous one meanwhile
-        (for readers beside a long write, such as the server's). A folder's name may be an alias
-        (`aliases.py`): the collection it points at now is opened."""
-        place = open_backend(folder if backend is not None else resolve_alias(Path(folder)), backend)
+        (for readers beside a long write, such as the server's). The name may be an alias
+        (`aliases.py`), of its folder or database: the collection it points at now is opened."""
+        place = open_backend(resolve_alias(folder, backend), backend)
         readonly = readonly or not place.writable()
         store = place.open_store(readonly)
         try:
@@ -292,7 +292,9 @@ class Collection:
         """Write a snapshot of the collection to the file `path` (docs/snapshots.md): the passages,
         metadata, BM25 tokens and vectors of every commit made before it began, none of a later one,
         while writers go on; the file appears whole or not at all. Returns its manifest."""
-        return export_snapshot(self.store, self.backend.kind, self.location, path, show_progress_bar)
+        return export_snapshot(
+            self.store, self.backend.kind, self.location, path, show_progress_bar, self.images
+        )
 
     def reindex(
         self,

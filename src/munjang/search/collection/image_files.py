@@ -25,7 +25,7 @@ from ...images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, open_image_bytes
 
 # The metadata key that marks an image document and names its stored file.
 IMAGE_FIELD = "image"
-_STORED_NAME = re.compile(r"^[0-9a-f]{64}\.(" + "|".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + r")$")
+STORED_NAME = re.compile(r"^[0-9a-f]{64}\.(" + "|".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + r")$")
 
 
 class ImageFiles:
@@ -66,9 +66,19 @@ class ImageFiles:
             atomic_write(target, lambda tmp: tmp.write_bytes(data))
         return stored
 
+    def put_stored(self, stored: str, data: bytes) -> None:
+        """Store `data` under the name it was stored by elsewhere (a restore): the name must be one
+        and its hash the data's, else ImageError; a file already there is kept."""
+        if not STORED_NAME.match(stored) or hashlib.sha256(data).hexdigest() != stored.split(".")[0]:
+            raise ImageError(f"{stored!r}: not the content-hash name of these bytes")
+        target = self.folder / stored
+        if not target.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, lambda tmp: tmp.write_bytes(data), fsync=True)
+
     def path(self, stored: Any) -> Path | None:
         """The file of a stored name, or None for anything that is not one (or is missing)."""
-        if not isinstance(stored, str) or not _STORED_NAME.match(stored):
+        if not isinstance(stored, str) or not STORED_NAME.match(stored):
             return None
         file = self.folder / stored
         return file if file.is_file() else None
@@ -78,7 +88,7 @@ def image_name(metadata: str | dict[str, Any]) -> str | None:
     """The stored image name of a document's metadata (a dict, or the JSON stored), None for text."""
     meta = json.loads(metadata) if isinstance(metadata, str) else metadata
     value = meta.get(IMAGE_FIELD) if isinstance(meta, dict) else None
-    return value if isinstance(value, str) and _STORED_NAME.match(value) else None
+    return value if isinstance(value, str) and STORED_NAME.match(value) else None
 
 
 def document_input(text: str, metadata: str, images: ImageFiles | None) -> str | Path:

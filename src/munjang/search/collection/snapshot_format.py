@@ -5,14 +5,17 @@ Layout (format "munjang-snapshot", version 1):
   metadata (JSON), text_hash, doc_hash, tokens (JSON, BM25's), source (the whole text of a document
   stored as several passages, on its first passage; else null) and vector (float32, the
   collection's `dim`);
+- `images/<sha256>.<ext>` (an image collection's): each image file its passages name, under its
+  content-hash name (`image_files.py`), at most `MAX_IMAGE_BYTES` each;
 - `manifest.json`, last: the format and its version, the munjang version, the collection's
   configuration (model, dim, metric, index, tokenizer, chunking), the model's weights checksum,
-  the counts, the watermark it was read at, and each shard's name, rows, bytes and SHA-256, with a
-  content checksum over them.
+  the counts, the watermark it was read at, each shard's name, rows, bytes and SHA-256 and each
+  image's name, bytes and SHA-256, with a content checksum over them.
 
 A reader checks everything before it uses anything (`SnapshotReader`): the members are plain files
 with the expected names only (no path can leave the archive: nothing is extracted by name), the
-manifest's format and version are ones it reads, and every shard's size and SHA-256 match; a file
+manifest's format and version are ones it reads, and every shard's and image's size and SHA-256
+match (an image's also its name); a file
 that fails any of these is refused with one `SnapshotError` line.
 """
 
@@ -25,17 +28,20 @@ import os
 import re
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import ModelNotFoundError, MunjangError
+from ...images import MAX_IMAGE_BYTES
 from ..backends.base import CollectionError
+from .image_files import STORED_NAME
 
 FORMAT = "munjang-snapshot"
 VERSION = 1
 MANIFEST = "manifest.json"
 SHARD = re.compile(r"passages/[0-9]{6}\.parquet")
+IMAGES = "images/"
 # A manifest is a few kilobytes per thousand shards: one larger than this is not ours.
 MAX_MANIFEST_BYTES = 16 << 20
 # The weight files of a model folder whose bytes make its checksum.
@@ -82,12 +88,24 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def content_checksum(shards: list[dict[str, Any]]) -> str:
-    """The checksum of a snapshot's content: SHA-256 over its shards' names and checksums, in order."""
+def content_checksum(shards: Sequence[dict[str, Any]], images: Sequence[dict[str, Any]] = ()) -> str:
+    """The checksum of a snapshot's content: SHA-256 over its shards' names and checksums, in order,
+    then its images' (none: the checksum of a snapshot without images, as before they were carried)."""
     digest = hashlib.sha256()
     for shard in shards:
         digest.update(f"{shard['name']} {shard['rows']} {shard['sha256']}\n".encode())
+    for image in images:
+        digest.update(f"{image['name']} {image['bytes']} {image['sha256']}\n".encode())
     return digest.hexdigest()
+
+
+def _is_image(name: str) -> bool:
+    return name.startswith(IMAGES) and bool(STORED_NAME.match(name[len(IMAGES) :]))
+
+
+def _stem(name: str) -> str:
+    """The content hash an image's stored name carries."""
+    return name[len(IMAGES) :].split(".")[0]
 
 
 class SnapshotWriter:
@@ -100,6 +118,7 @@ class SnapshotWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tar = tarfile.open(self.tmp, "w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 (closed by finish or abort)
         self.shards: list[dict[str, Any]] = []
+        self.images: list[dict[str, Any]] = []
 
     def add_shard(self, table: Any) -> None:
         """One Parquet shard of passages (a pyarrow Table)."""
@@ -119,6 +138,12 @@ class SnapshotWriter:
             }
         )
 
+    def add_image(self, stored: str, data: bytes) -> None:
+        """One image file of the collection, under its stored (content-hash) name."""
+        name = IMAGES + stored
+        self._add(name, data)
+        self.images.append({"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+
     def _add(self, name: str, data: bytes) -> None:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
@@ -131,7 +156,8 @@ class SnapshotWriter:
             "version": VERSION,
             **manifest,
             "shards": self.shards,
-            "content_sha256": content_checksum(self.shards),
+            "images": self.images,
+            "content_sha256": content_checksum(self.shards, self.images),
         }
         self._add(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1).encode())
         self._tar.close()
@@ -162,6 +188,9 @@ class SnapshotReader:
             ) from None
         try:
             self.manifest = self._check(members)
+        except (KeyError, TypeError, AttributeError) as e:  # a manifest of the wrong shape
+            self._tar.close()
+            raise SnapshotError(f"{self.path}: its manifest is not a munjang snapshot's ({e!r})") from None
         except BaseException:
             self._tar.close()
             raise
@@ -169,7 +198,8 @@ class SnapshotReader:
     def _check(self, members: list[tarfile.TarInfo]) -> dict[str, Any]:
         where = self.path
         for member in members:
-            if not member.isfile() or not (member.name == MANIFEST or SHARD.fullmatch(member.name)):
+            expected = member.name == MANIFEST or SHARD.fullmatch(member.name) or _is_image(member.name)
+            if not member.isfile() or not expected:
                 raise SnapshotError(
                     f"{where}: unexpected archive member {member.name!r}: not a munjang snapshot"
                 )
@@ -193,16 +223,24 @@ class SnapshotReader:
                 f"{where}: snapshot format version {version!r}; this munjang reads up to {VERSION} "
                 "(upgrade munjang to restore it)"
             )
-        shards = manifest.get("shards")
-        if not isinstance(shards, list) or content_checksum(shards) != manifest.get("content_sha256"):
+        shards, images = manifest.get("shards"), manifest.get("images", [])
+        if (
+            not isinstance(shards, list)
+            or not isinstance(images, list)
+            or content_checksum(shards, images) != manifest.get("content_sha256")
+        ):
             raise SnapshotError(f"{where}: the manifest's content checksum does not match its shards")
-        if {s["name"] for s in shards} != set(self._members) - {MANIFEST}:
+        if {s["name"] for s in shards + images} != set(self._members) - {MANIFEST}:
             raise SnapshotError(f"{where}: its shards are not those the manifest lists (truncated?)")
-        for shard in shards:
-            member = self._members[shard["name"]]
-            if member.size != shard["bytes"] or self._sha256(member) != shard["sha256"]:
+        for image in images:
+            name = image["name"]
+            if not _is_image(name) or image["bytes"] > MAX_IMAGE_BYTES or image["sha256"] != _stem(name):
+                raise SnapshotError(f"{where}: {name!r} is not an image file a snapshot carries")
+        for entry in shards + images:
+            member = self._members[entry["name"]]
+            if member.size != entry["bytes"] or self._sha256(member) != entry["sha256"]:
                 raise SnapshotError(
-                    f"{where}: {shard['name']} does not match its checksum (the file was altered or damaged)"
+                    f"{where}: {entry['name']} does not match its checksum (the file was altered or damaged)"
                 )
         return manifest
 
@@ -234,6 +272,11 @@ class SnapshotReader:
 
         for shard in self.manifest["shards"][start:]:
             yield pq.read_table(pa.BufferReader(self._read(self._members[shard["name"]])))
+
+    def images(self) -> Iterator[tuple[str, bytes]]:
+        """The image files (stored name, bytes), one in memory at a time."""
+        for image in self.manifest.get("images", []):
+            yield image["name"][len(IMAGES) :], self._read(self._members[image["name"]])
 
     def close(self) -> None:
         self._tar.close()

@@ -7,7 +7,8 @@ writers go on; it streams `SHARD_ROWS` passages at a time into a `snapshot_forma
 the target with the snapshot's configuration marked unfinished (`PENDING`), inserts each shard in
 one transaction with its vectors into the embedding cache (so no encoder is loaded: the rows carry
 the vectors, BM25's tokens and the sparse and multi-vector rows where the collection has them),
-and clears the mark at the end. A killed import leaves a target that
+writes an image collection's image files (checked against their content-hash names), and clears
+the mark at the end. A killed import leaves a target that
 refuses to open until the same import is run again, which resumes after its last committed shard.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +26,7 @@ from tqdm.auto import tqdm
 from ...version import __version__
 from ..backends.base import CollectionError, NewRow, Store, StoredRow, sparse_cache_key, token_cache_key
 from ..backends.schemes import open_backend
+from .image_files import IMAGE_FIELD, ImageFiles, image_name
 from .snapshot_format import SnapshotError, SnapshotReader, SnapshotWriter, weights_checksum
 
 # Passages per shard (and per read from the store, and per transaction of an import): about 50 MB
@@ -111,11 +114,18 @@ def _needs(config: dict[str, Any]) -> set[str]:
 
 
 def export_snapshot(
-    store: Store, backend_kind: str, location: str, path: str | os.PathLike[str], progress: bool | None = None
+    store: Store,
+    backend_kind: str,
+    location: str,
+    path: str | os.PathLike[str],
+    progress: bool | None = None,
+    images: ImageFiles | None = None,
 ) -> dict[str, Any]:
-    """Write the collection in `store` to the snapshot file `path` (replaced whole at the end);
-    returns its manifest."""
+    """Write the collection in `store` to the snapshot file `path` (replaced whole at the end), with
+    the image files its passages name from `images` (an image collection's folder); returns its
+    manifest."""
     writer = SnapshotWriter(path)
+    named: set[str] = set()
     try:
         with store.snapshot():  # one state: the commits before it began, none after
             config = store.get_meta()
@@ -125,9 +135,13 @@ def export_snapshot(
             with tqdm(total=total, desc="export", unit="passage", disable=progress is False) as bar:
                 for rows, vectors, extras in _pages(store, config):
                     writer.add_shard(_columns(rows, vectors, extras))
+                    if images is not None:  # the key is written plainly: a cheap test before parsing
+                        metas = (r.row.metadata for r in rows if f'"{IMAGE_FIELD}"' in r.row.metadata)
+                        named.update(n for n in map(image_name, metas) if n)
                     documents += sum(1 for r in rows if r.row.chunk == 0)
                     passages += len(rows)
                     bar.update(len(rows))
+        missing = _add_images(writer, images, named)
         return writer.finish(
             {
                 "munjang": __version__,
@@ -137,11 +151,29 @@ def export_snapshot(
                 "weights_sha256": weights_checksum(config["model"]),
                 "counts": {"documents": documents, "passages": passages},
                 "watermark": {"label": watermark.label, "deletion": watermark.deletion},
+                "images_missing": missing,
             }
         )
     except BaseException:
         writer.abort()
         raise
+
+
+def _add_images(writer: SnapshotWriter, images: ImageFiles | None, named: set[str]) -> list[str]:
+    """Add the image files the passages name, in name order; the names missing from the folder
+    (a damaged collection: its backup still holds all the rest, and the manifest says what is lost)."""
+    missing = []
+    for stored in sorted(named):
+        file = images.path(stored) if images is not None else None
+        if file is None:
+            missing.append(stored)
+            continue
+        writer.add_image(stored, file.read_bytes())
+    if missing:
+        warnings.warn(
+            f"{len(missing)} image files the passages name are missing: {missing[:3]}", stacklevel=3
+        )
+    return missing
 
 
 def _rows(table: Any) -> tuple[list[NewRow], np.ndarray, list[tuple[str, str]], dict[str, list[Any]]]:
@@ -192,6 +224,11 @@ def import_snapshot(
                 f"{path}: the collection has {' and '.join(sorted(missing))} vectors, which a "
                 f"{place.kind} collection cannot hold"
             )
+        images = ImageFiles.of_collection(place.folder)
+        if manifest.get("images") and images is None:
+            raise SnapshotError(
+                f"{path}: the collection has image files, which a {place.kind} collection cannot hold"
+            )
         mark = manifest["content_sha256"]
         try:
             store = place.open_store(False)
@@ -203,6 +240,9 @@ def import_snapshot(
                 raise CollectionError(f"{place.location} exists: restore into a new name, or drop it first")
             with place.write_lock(store, lock_timeout):
                 _fill(store, reader, manifest, config, progress)
+                if images is not None:
+                    for stored, data in reader.images():
+                        images.put_stored(stored, data)
                 store.set_meta({PENDING: None})
         finally:
             store.close()

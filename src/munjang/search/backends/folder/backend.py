@@ -29,6 +29,7 @@ from ...followers.dense import DenseIndex
 from ...followers.lexical import LexicalIndex
 from ..base import RETRIEVER_KINDS, CollectionError, sparse_cache_key, token_cache_key, unsupported
 from ..disk_faults import storage_fault, writable_media
+from .aliases import FolderAliases
 from .drop import acquire_writer_lock, drop_folder
 from .sqlite_store import DocumentStore
 
@@ -79,6 +80,11 @@ class FolderBackend:
     def is_error(error: BaseException) -> bool:
         """SQLite's errors are turned into CollectionError where they can happen: none to tell apart."""
         return False
+
+    @staticmethod
+    def aliases(where: Path) -> FolderAliases:
+        """The aliases of the folder of collections `where`, in its `aliases.json`."""
+        return FolderAliases(Path(where))
 
     def create(self, config: dict[str, Any]) -> None:
         """The folder appears complete or not at all: it is built under a hidden name, then renamed."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...followers.lexical import LexicalIndex
 from ..base import CollectionBusyError, CollectionNotFoundError, sparse_cache_key, unsupported
+from .aliases import PostgresAliases
 from .connect import is_database_error, list_collections
 from .dense import PostgresDense
 from .lexical import PostgresLexical, served_in_sql
@@ -45,6 +46,11 @@ class PostgresBackend:
     def is_error(error: BaseException) -> bool:
         """An error from psycopg (the server refused or went away)."""
         return is_database_error(error)
+
+    @staticmethod
+    def aliases(where: str) -> PostgresAliases:
+        """The aliases of the database at the URL `where`, rows of its `munjang.aliases` table."""
+        return PostgresAliases(where)
 
     def create(self, config: dict[str, Any]) -> None:
         store = PostgresStore(self.url, self.name)

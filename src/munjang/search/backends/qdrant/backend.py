@@ -37,6 +37,7 @@ from filelock import FileLock
 from ...._util.extras import require
 from ..base import RETRIEVER_KINDS, CollectionBusyError, CollectionError, unsupported
 from ..disk_faults import writable_media
+from ..folder.aliases import FolderAliases
 from ..folder.backend import staging_folder
 from ..folder.drop import acquire_writer_lock, drop_folder
 from ..folder.sqlite_store import DocumentStore
@@ -250,6 +251,13 @@ class QdrantBackend:
         """An error from Qdrant (the server refused, timed out or went away)."""
         module = type(error).__module__ or ""
         return module.startswith(("qdrant_client", "grpc", "httpx", "httpcore"))
+
+    @staticmethod
+    def aliases(where: str) -> FolderAliases:
+        """The aliases of the collections whose records are in the folder of the URL `where`, in
+        that folder's `aliases.json` (the records are what an alias must name: Qdrant's own aliases
+        name only the engine's points)."""
+        return FolderAliases(_folder(where))
 
     # -- the contract ----------------------------------------------------------------------------------
     def create(self, config: dict[str, Any]) -> None:
