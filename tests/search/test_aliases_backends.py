@@ -19,15 +19,25 @@ from tests.helpers.collection_backends import Backend, fresh_database, qdrant_ur
 from tests.helpers.server import LOCAL
 
 
-@pytest.fixture(params=["embedded", "postgres", "qdrant"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    """Where the collections and their aliases live; a fresh database for PostgreSQL (the aliases
-    table is the database's)."""
+def _place(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "embedded":
         return Backend("embedded", tmp_path)
     if request.param == "qdrant":
         return Backend("qdrant", tmp_path, qdrant_url(tmp_path))
     return Backend("postgres", tmp_path, fresh_database(request.getfixturevalue("postgres_url")))
+
+
+@pytest.fixture(params=["embedded", "postgres", "qdrant"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Where the collections and their aliases live; a fresh database for PostgreSQL (the aliases
+    table is the database's)."""
+    return _place(request, tmp_path)
+
+
+@pytest.fixture(params=["postgres", "qdrant"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A place named by a backend URL (the folder CLI is tested in test_aliases_reindex.py)."""
+    return _place(request, tmp_path)
 
 
 def _where(place: Backend) -> Any:
@@ -109,10 +119,9 @@ def test_readers_see_the_old_target_or_the_new_one_while_it_switches(place: Back
 
 
 def test_the_cli_sets_lists_and_removes_an_alias_in_a_database(
-    place: Backend, encoder: Any, capsys, monkeypatch
+    database: Backend, encoder: Any, capsys, monkeypatch
 ) -> None:
-    if place.url is None:
-        pytest.skip("the folder CLI is tested in test_aliases_reindex.py")
+    place = database
     _make(place, "v1", encoder, ["고양이가 잔다"])
     url, v1, prod = place.url, _name(place, "v1"), _name(place, "prod")
     code, out, err = run_cli(["index", "alias", "set", prod, v1, "--backend", url], capsys, monkeypatch)
