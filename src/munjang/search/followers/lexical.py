@@ -17,6 +17,7 @@ from ..backends.base import Filter, Queries, TopK, Watermark
 
 # BM25 methods kept up to date incrementally (the others are rebuilt: their scores need every document).
 INCREMENTAL_METHODS = ("lucene", "robertson", "atire")
+CATCH_UP_LABELS = 20_000  # passages read per step of a catch-up (~100 MB of tokens as Python lists)
 
 
 class LexicalIndex:
@@ -137,21 +138,35 @@ class LexicalIndex:
         if self.bm25 is None and self.persistent:
             self._restore(store)
         seen = self.watermark or Watermark()
-        with store.snapshot():
-            now = store.watermark()
-            labels, ids, tokens = store.tokens(after=seen.label)
-            deleted = store.deletions_after(seen.deletion) if self.bm25 is not None else np.zeros(0, np.int64)
-        if self.bm25 is None:
+        fresh = self.bm25 is None
+        if fresh:
             options = {k: v for k, v in self.config.items() if k in ("k1", "b", "method")}
             self.bm25 = IncrementalBM25(**options)
         bm25: Any = self.bm25
-        if len(deleted):
-            self._kill(bm25, deleted)
-        # A document's passages are committed together, so a text never spans two catch-ups.
-        firsts = [
-            i for i in range(len(labels)) if i == 0 or ids[i] != ids[i - 1] or tokens[i] != tokens[i - 1]
-        ]
-        bm25.add([tokens[i] for i in firsts])
+        parts: list[np.ndarray] = []
+        firsts: list[int] = []
+        with store.snapshot():
+            now = store.watermark()
+            deleted = np.zeros(0, np.int64) if fresh else store.deletions_after(seen.deletion)
+            if len(deleted):
+                self._kill(bm25, deleted)
+            # The passages a range at a time, so a restored or new collection's catch-up holds one
+            # range's tokens as Python lists, not the whole collection's (4-5 kB a passage).
+            after, previous, count = seen.label, None, 0
+            while after < now.label:
+                upto = min(after + CATCH_UP_LABELS, now.label)
+                labels, ids, tokens = store.tokens(after=after, upto=upto)
+                texts = []
+                for i, key in enumerate(zip(ids, tokens, strict=True)):
+                    if key != previous:  # a later passage of the same text: the first one holds it
+                        firsts.append(count + i)
+                        texts.append(key[1])
+                    previous = key
+                bm25.add(texts)
+                parts.append(labels)
+                count += len(labels)
+                after = upto
+        labels = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         with self._lock:
             base = len(self._labels)
             self._labels = np.concatenate([self._labels, labels])

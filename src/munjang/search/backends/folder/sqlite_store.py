@@ -493,14 +493,18 @@ class DocumentStore:
                 out[int(label)] = json.loads(toks)
         return out
 
-    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
-        """(labels, document ids, tokens) of every passage with a label above `after`, in label order
-        (all of them by default: for rebuilding BM25; from a watermark: for catching up)."""
+    def tokens(
+        self, after: int = 0, upto: int | None = None
+    ) -> tuple[np.ndarray, list[str], list[list[str]]]:
+        """(labels, document ids, tokens) of every passage with a label above `after` (and at most
+        `upto`), in label order (all of them by default: for rebuilding BM25; from a watermark, a
+        range at a time: for catching up)."""
         labels: list[int] = []
         ids: list[str] = []
         tokens: list[list[str]] = []
         rows = self.conn.execute(
-            "SELECT label, id, tokens FROM documents WHERE label > ? ORDER BY label", (after,)
+            "SELECT label, id, tokens FROM documents WHERE label > ? AND label <= ? ORDER BY label",
+            (after, (1 << 62) if upto is None else upto),
         )
         for label, doc_id, toks in rows:
             labels.append(label)

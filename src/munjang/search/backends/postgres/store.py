@@ -465,9 +465,13 @@ class PostgresStore:
         ).fetchall()
         return {int(r[0]): list(r[1]) for r in rows}
 
-    def tokens(self, after: int = 0) -> tuple[np.ndarray, list[str], list[list[str]]]:
+    def tokens(
+        self, after: int = 0, upto: int | None = None
+    ) -> tuple[np.ndarray, list[str], list[list[str]]]:
         rows = self.conn.execute(
-            f"SELECT label, id, tokens FROM {self.t('documents')} WHERE label > %s ORDER BY label", (after,)
+            f"SELECT label, id, tokens FROM {self.t('documents')} WHERE label > %s AND label <= %s "
+            "ORDER BY label",
+            (after, (1 << 62) if upto is None else upto),
         ).fetchall()
         labels = np.asarray([r[0] for r in rows], dtype=np.int64)
         return labels, [str(r[1]) for r in rows], [list(r[2]) for r in rows]
