@@ -19,20 +19,12 @@ from munjang.encoders.classical import Word2VecEncoder, fit_classical, load_clas
 from munjang.server.app import create_app
 from munjang.server.served_models import load_served_model
 from munjang.server.settings import ServerSettings
+from tests.helpers.classical import CORPUS
 from tests.helpers.processes import ROOT, free_port
 from tests.helpers.server import LOCAL, live_server
 
 pytest.importorskip("gensim")
 
-CORPUS = [
-    "고양이가 쥐를 쫓았다",
-    "강아지가 공원에서 뛰어논다",
-    "오늘 서울은 비가 온다",
-    "내일 부산은 맑겠다",
-    "주식 시장이 크게 올랐다",
-    "고양이는 생선을 좋아한다",
-    "비 오는 날에는 우산이 필요하다",
-]
 LIMIT = 40  # the served model's characters per input
 
 

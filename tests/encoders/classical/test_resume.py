@@ -14,19 +14,12 @@ import pytest
 
 from munjang.encoders.classical import Word2VecEncoder, fit_classical, load_classical_encoder
 from munjang.encoders.classical.folder import CHECKPOINT
+from tests.helpers.classical import CORPUS as BASE_CORPUS
 from tests.helpers.cli import run_cli
 
 pytest.importorskip("gensim")
 
-CORPUS = [
-    "고양이가 쥐를 쫓았다",
-    "강아지가 공원에서 뛰어논다",
-    "오늘 서울은 비가 온다",
-    "내일 부산은 맑겠다",
-    "주식 시장이 크게 올랐다",
-    "고양이는 생선을 좋아한다",
-    "비 오는 날에는 우산이 필요하다",
-] * 3
+CORPUS = BASE_CORPUS * 3
 OPTIONS = {"min_count": 1, "vector_size": 16, "epochs": 3}
 
 
@@ -138,6 +131,7 @@ def test_the_shell_command_resumes(tmp_path: Path, whole, capsys, monkeypatch, c
         code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 0, err
     assert "resuming word2vec after epoch 1 of 3" in caplog.text
-    assert "word2vec:  33%" in err and "63/63" in err  # texts over the epochs, the first one done
+    total = 3 * len(CORPUS)  # texts over the epochs, the first one done
+    assert "word2vec:  33%" in err and f"{total}/{total}" in err
     assert not (folder / CHECKPOINT).exists()
     np.testing.assert_allclose(load_classical_encoder(folder).vectors, whole.vectors, atol=1e-6)

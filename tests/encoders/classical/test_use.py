@@ -23,21 +23,11 @@ from munjang.encoders.classical import fit_classical
 from munjang.encoders.sparse.encoder import sparse_rows
 from munjang.evaluation import InformationRetrievalEvaluator, STSEvaluator
 from munjang.server import ServerSettings, create_app
+from tests.helpers.classical import CORPUS
 from tests.helpers.cli import run_cli
 from tests.helpers.collection_backends import qdrant_url
 from tests.helpers.processes import ROOT
 from tests.helpers.server import LOCAL
-
-CORPUS = [
-    "고양이가 쥐를 쫓았다",
-    "강아지가 공원에서 뛰어논다",
-    "오늘 서울은 비가 온다",
-    "내일 부산은 맑겠다",
-    "주식 시장이 크게 올랐다",
-    "환율이 내려서 수입 물가가 떨어졌다",
-    "고양이는 생선을 좋아한다",
-    "비 오는 날에는 우산이 필요하다",
-]
 
 
 @pytest.fixture(scope="module")
