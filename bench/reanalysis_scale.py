@@ -29,11 +29,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from collection_scale import cheap_encoder, passages
-from common import load_corpus, print_environment, write_result
+from common import load_corpus, print_environment, rss_bytes, write_result
 from korean_user_dict import compounds
 from munjang.search.collection.collection import Collection
 from munjang.search.index.analysis import AnalysisSettings
 from munjang.search.index.user_dictionary import UserWord
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory since the last reset (VmHWM; 0 off Linux)."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        return 0
+    line = next(x for x in status.read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
 
 
 def main() -> None:
@@ -96,9 +105,14 @@ def main() -> None:
     thread.start()
     ready.wait()
     old = first[0]
+    rss_before = rss_bytes()
+    reset_peak = Path("/proc/self/clear_refs")  # "5" resets VmHWM (Linux): the edit's own peak
+    if reset_peak.exists():
+        reset_peak.write_text("5")
     start = time.perf_counter()
     analysed = writer.set_analysis(AnalysisSettings(user_words=tuple(UserWord(w, "NNG") for w in words)))
     seconds = time.perf_counter() - start
+    peak = peak_rss_bytes()
     after = len(answers)
     while len(answers) < after + 3 and thread.is_alive():  # a few answers after the switch
         time.sleep(0.01)
@@ -115,6 +129,8 @@ def main() -> None:
         "reanalysed": analysed,
         "reanalysis_s": round(seconds, 1),
         "passages_per_s": round(analysed / seconds),
+        "rss_before_bytes": rss_before,
+        "peak_rss_bytes": peak,  # the process's peak during the edit, the reader thread's included
         "searches_meanwhile": len(answers),
         "errors": errors[:5],
         "answers": dict(Counter(kinds)),

@@ -64,7 +64,9 @@ def test_a_reader_sees_each_commit_at_its_next_search_without_a_rebuild(
     monkeypatch.setattr(bm25.BM25Index, "index_tokens", no_rebuild)
     before = reader.store.tokens
     read: list[int] = []
-    monkeypatch.setattr(reader.store, "tokens", lambda after=0: read.append(after) or before(after))
+    monkeypatch.setattr(
+        reader.store, "tokens", lambda after=0, upto=None: read.append(after) or before(after, upto)
+    )
     writer.add(["b"], ["bananas and apples"])
     writer.delete(["a"])
     assert [h.id for h in reader.search("apples", mode="lexical")] == ["b"]
