@@ -6,18 +6,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.helpers.paths import SCRIPTS
 
 WRITER = SCRIPTS / "collection_writer.py"
 
 
-def start_writer(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`collection_writer.py ARGS` in a process of its own (with this process's import path and
-    `env` added), once it has printed "ready"."""
+def start_writer(
+    *args: str, env: dict[str, str] | None = None, script: Path = WRITER
+) -> subprocess.Popen[str]:
+    """`script ARGS` (collection_writer.py by default) in a process of its own (with this process's
+    import path and `env` added), once it has printed "ready"."""
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
     proc = subprocess.Popen(
-        [sys.executable, str(WRITER), *args],
+        [sys.executable, str(script), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from munjang.search.collection import snapshots
 from munjang.search.collection.collection import Collection
 from munjang.search.collection.snapshot_format import SnapshotError, SnapshotReader
 from tests.helpers.collection_backends import Backend, qdrant_url
+from tests.helpers.crash_writer import start_writer
 from tests.helpers.paths import SCRIPTS
 
 QUERIES = ["고양이가 소파에서 잔다", "주식 시장이 급락했다", "river music", "서울 학교 선생님"]
@@ -122,20 +121,8 @@ def test_a_snapshot_restores_the_same_collection_on_another_backend(
 
 
 def _start(folder: Any, url: str | None, batches: int, size: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    if url is not None:
-        env["MUNJANG_BACKEND"] = url
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "batch_writer.py"), str(folder), str(batches), str(size)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-    return proc
+    env = {} if url is None else {"MUNJANG_BACKEND": url}
+    return start_writer(str(folder), str(batches), str(size), env=env, script=SCRIPTS / "batch_writer.py")
 
 
 def _archive_ids(path: Path) -> list[str]:
